@@ -1,0 +1,17 @@
+"""randfeat: random features for large-scale kernel machines.
+
+Random Fourier features and random binning features (Rahimi & Recht, 2007)
+map data through a random map z with z(x)ᵀz(y) ≈ k(x, y), so that a linear
+solver on the features stands in for a kernel machine.
+"""
+
+from ._config import get_config, show_config
+from ._kernels import kernel_matrix
+from ._version import __version__
+
+__all__ = [
+    "__version__",
+    "get_config",
+    "kernel_matrix",
+    "show_config",
+]
