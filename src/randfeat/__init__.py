@@ -5,9 +5,13 @@ map data through a random map z with z(x)ᵀz(y) ≈ k(x, y), so that a linear
 solver on the features stands in for a kernel machine.
 """
 
-from ._config import get_config, show_config
-from ._kernels import kernel_matrix
-from ._version import __version__
+from ._dispatch import check_vector_isa_env
+
+check_vector_isa_env()
+
+from ._config import get_config, show_config  # noqa: E402
+from ._kernels import kernel_matrix  # noqa: E402
+from ._version import __version__  # noqa: E402
 
 __all__ = [
     "__version__",
