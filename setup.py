@@ -95,7 +95,22 @@ def detect_openmp(compiler):
 
 
 class BuildExtWithOpenMP(build_ext):
-    """build_ext that adds optimisation and (if it works) OpenMP flags."""
+    """build_ext that cythonizes, then adds optimisation and (if it works) OpenMP flags."""
+
+    def finalize_options(self):
+        # Cythonize here rather than at setup() time, so `sdist` and
+        # `egg_info` neither run Cython nor write .c files into the tree.
+        # Before the base class, which decorates the final Extension objects.
+        from Cython.Build import cythonize
+
+        try:
+            nthreads = int(self.parallel or 0)  # -j N, still a string here
+        except (TypeError, ValueError):
+            nthreads = 0
+        self.distribution.ext_modules = cythonize(
+            self.distribution.ext_modules, compiler_directives=CYTHON_DIRECTIVES, nthreads=nthreads
+        )
+        super().finalize_options()
 
     def build_extensions(self):
         ctype = self.compiler.compiler_type
@@ -122,9 +137,19 @@ class BuildExtWithOpenMP(build_ext):
         super().build_extensions()
 
 
-def extensions():
-    from Cython.Build import cythonize
+CYTHON_DIRECTIVES = {
+    "language_level": 3,
+    "boundscheck": False,
+    "wraparound": False,
+    "cdivision": True,
+    "initializedcheck": False,
+    "nonecheck": False,
+    "embedsignature": True,
+}
 
+
+def extensions():
+    """One Extension per .pyx (Cython sources; build_ext cythonizes them)."""
     libraries = [] if sys.platform == "win32" else ["m"]  # libm for vector math
     exts = []
     for pyx in sorted(glob.glob(os.path.join(PKG_DIR, "*.pyx"))):
@@ -138,18 +163,7 @@ def extensions():
                 libraries=libraries,
             )
         )
-    return cythonize(
-        exts,
-        compiler_directives={
-            "language_level": 3,
-            "boundscheck": False,
-            "wraparound": False,
-            "cdivision": True,
-            "initializedcheck": False,
-            "nonecheck": False,
-            "embedsignature": True,
-        },
-    )
+    return exts
 
 
 setup(ext_modules=extensions(), cmdclass={"build_ext": BuildExtWithOpenMP})

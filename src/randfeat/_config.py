@@ -95,13 +95,20 @@ def _openmp_runtime():
 
     ours = _randfeat_openmp_library()
     keys = ("internal_api", "prefix", "version", "num_threads", "filepath")
-    records = []
-    for info in threadpool_info():
-        if info.get("user_api") != "openmp":
-            continue
-        rec = {k: info.get(k) for k in keys}
+    records = [
+        {k: info.get(k) for k in keys} for info in threadpool_info() if info.get("user_api") == "openmp"
+    ]
+    if ours is None:
+        # The loader cannot say (Windows: a .pyd does not re-export the OpenMP
+        # symbols it imports).  A runtime vendored in randfeat's wheel
+        # (randfeat.libs/ or randfeat/.dylibs/) can only be randfeat's.
+        pkg = os.path.dirname(os.path.abspath(__file__))
+        vendored_dirs = (os.path.join(os.path.dirname(pkg), "randfeat.libs"), os.path.join(pkg, ".dylibs"))
+        vendored = [r for r in records if os.path.dirname(os.path.abspath(r["filepath"])) in vendored_dirs]
+        if len(vendored) == 1:
+            ours = vendored[0]["filepath"]
+    for rec in records:
         rec["used_by_randfeat"] = None if ours is None else _same_file(ours, rec["filepath"])
-        records.append(rec)
     return records
 
 
