@@ -13,6 +13,7 @@ from ._binning import RandomBinningFeatures  # noqa: E402
 from ._config import get_config, show_config  # noqa: E402
 from ._fourier import RandomFourierFeatures  # noqa: E402
 from ._kernels import kernel_matrix  # noqa: E402
+from ._ridge import Ridge, RidgeClassifier  # noqa: E402
 from ._version import __version__  # noqa: E402
 
 __all__ = [
@@ -21,5 +22,7 @@ __all__ = [
     "__version__",
     "get_config",
     "kernel_matrix",
+    "Ridge",
+    "RidgeClassifier",
     "show_config",
 ]
