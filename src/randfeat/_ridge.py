@@ -518,12 +518,31 @@ class RidgeClassifier(ClassifierMixin, _BaseRidge):
         return self
 
     def decision_function(self, X):
-        """Return the ±1-regression scores, shape (n_samples,) for binary, else (n_samples, n_classes)."""
+        """Return the ±1-regression scores.
+
+        Parameters
+        ----------
+        X : {array-like, CSR matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        scores : ndarray of shape (n_samples,) for two classes, else (n_samples, n_classes)
+            Positive for the class (binary: for ``classes_[1]``).
+        """
         _, out = self._decision(X)
         return out[:, 0] if out.shape[1] == 1 else out
 
     def predict(self, X):
-        """Return the class with the highest score (binary: score > 0)."""
+        """Return the class with the highest score (binary: score > 0).
+
+        Parameters
+        ----------
+        X : {array-like, CSR matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,)
+        """
         scores = self.decision_function(X)
         if self._label_binarizer.y_type_.startswith("multilabel"):
             return self._label_binarizer.inverse_transform(np.where(scores > 0, 1, -1))
