@@ -10,49 +10,16 @@ from sklearn.gaussian_process.kernels import RBF, ConstantKernel
 from sklearn.kernel_ridge import KernelRidge
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
-from sklearn.utils.validation import check_is_fitted, validate_data
 
 import randfeat._ridge as ridge_mod
-from randfeat import Ridge, RidgeClassifier
-from randfeat._base import RandomFeatureMap
+from randfeat import RandomBinningFeatures, RandomFourierFeatures, Ridge, RidgeClassifier
 from randfeat._sparse_fast import csr_matmat, csr_row_weighted_sq_sums
 
 
 # --------------------------------------------------------------------------
-# Test doubles: minimal randfeat feature maps written in NumPy, so the
-# features= path is tested against an obviously-correct transformer.
-class NumpyFourier(RandomFeatureMap):
-    """z(x) = sqrt(2/D) cos(Wᵀx + b), W ~ N(0, 2γ): RBF random Fourier features."""
-
-    def __init__(self, n_components=100, gamma=1.0, random_state=0):
-        self.n_components = n_components
-        self.gamma = gamma
-        self.random_state = random_state
-
-    def fit(self, X, y=None):
-        X = validate_data(self, X, dtype=[np.float64, np.float32])
-        rng = np.random.default_rng(self.random_state)
-        self.W_ = rng.normal(0.0, np.sqrt(2 * self.gamma), (X.shape[1], self.n_components))
-        self.b_ = rng.uniform(0, 2 * np.pi, self.n_components)
-        self.n_features_out_ = self.n_components
-        return self
-
-    def transform(self, X):
-        check_is_fitted(self)
-        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
-        Z = np.sqrt(2.0 / self.n_components) * np.cos(X @ self.W_ + self.b_)
-        return Z.astype(X.dtype)
-
-
-class NumpySparseFeatures(NumpyFourier):
-    """A sparse-output double: the Fourier features with small entries dropped, as CSR."""
-
-    _sparse_output = True
-
-    def transform(self, X):
-        Z = super().transform(X)
-        Z[np.abs(Z) < 0.5 * np.sqrt(2.0 / self.n_components)] = 0
-        return sp.csr_matrix(Z)
+# The features= path is tested with randfeat's own transformers.
+def rff(n_components, gamma=1.0, random_state=0):
+    return RandomFourierFeatures(n_components, gamma=gamma, random_state=random_state)
 
 
 # --------------------------------------------------------------------------
@@ -256,21 +223,21 @@ def test_binary_classifier_uses_one_target():
 def test_streaming_equals_materialised(chunk_size, dtype):
     X, y = make_data(n=301, d=5, k=2, dtype=dtype, seed=12)
     w = np.random.default_rng(13).uniform(0.5, 2, 301)
-    fm = NumpyFourier(n_components=150, gamma=0.5, random_state=3)
+    fm = rff(150, gamma=0.5, random_state=3)
     est = Ridge(alpha=0.1, features=fm, chunk_size=chunk_size).fit(X, y, sample_weight=w)
     assert est.solver_ == "cholesky"
-    Z = NumpyFourier(n_components=150, gamma=0.5, random_state=3).fit(X).transform(X)
+    Z = rff(150, gamma=0.5, random_state=3).fit(X).transform(X)
     ref = Ridge(alpha=0.1, solver="cholesky").fit(Z, y, sample_weight=w)
     rtol = 1e-10 if dtype == np.float64 else 1e-4
     np.testing.assert_allclose(est.coef_, ref.coef_, rtol=rtol, atol=rtol * np.abs(ref.coef_).max())
     np.testing.assert_allclose(est.predict(X), ref.predict(Z), rtol=rtol, atol=rtol)
-    assert est.features_ is not fm and not hasattr(fm, "W_")  # cloned, original untouched
+    assert est.features_ is not fm and not hasattr(fm, "random_weights_")  # cloned, original untouched
 
 
 def test_streaming_predict_chunks_and_return_std_agree():
     X, y = make_data(n=250, d=4, seed=14)
-    a = Ridge(features=NumpyFourier(80, gamma=0.3), chunk_size=13).fit(X, y)
-    b = Ridge(features=NumpyFourier(80, gamma=0.3)).fit(X, y)
+    a = Ridge(features=rff(80, gamma=0.3), chunk_size=13).fit(X, y)
+    b = Ridge(features=rff(80, gamma=0.3)).fit(X, y)
     pa, sa = a.predict(X, return_std=True)
     pb, sb = b.predict(X, return_std=True)
     np.testing.assert_allclose(pa, pb, rtol=1e-10)
@@ -279,9 +246,11 @@ def test_streaming_predict_chunks_and_return_std_agree():
 
 def test_sparse_features_use_cg_on_materialised_csr():
     X, y = make_data(n=300, d=4, k=1, seed=15)
-    est = Ridge(alpha=0.5, features=NumpySparseFeatures(60, gamma=0.4), tol=1e-10).fit(X, y)
+    fm = RandomBinningFeatures(20, gamma=0.5, random_state=0)
+    est = Ridge(alpha=0.5, features=fm, tol=1e-10).fit(X, y)
     assert est.solver_ == "cg"
-    Z = NumpySparseFeatures(60, gamma=0.4).fit(X).transform(X)
+    Z = RandomBinningFeatures(20, gamma=0.5, random_state=0).fit_transform(X)
+    assert sp.issparse(Z)
     coef, intercept = reference_ridge(Z, y, 0.5, True, None)
     np.testing.assert_allclose(est.coef_, coef[0], rtol=1e-7, atol=1e-9)
     np.testing.assert_allclose(est.predict(X), Z @ coef[0] + intercept[0], rtol=1e-7)
@@ -289,8 +258,8 @@ def test_sparse_features_use_cg_on_materialised_csr():
 
 def test_dense_features_with_cg_materialise():
     X, y = make_data(n=200, d=3, seed=16)
-    est = Ridge(features=NumpyFourier(50), solver="cg", tol=1e-10).fit(X, y)
-    ref = Ridge(features=NumpyFourier(50), solver="cholesky").fit(X, y)
+    est = Ridge(features=rff(50), solver="cg", tol=1e-10).fit(X, y)
+    ref = Ridge(features=rff(50), solver="cholesky").fit(X, y)
     np.testing.assert_allclose(est.coef_, ref.coef_, rtol=1e-6, atol=1e-8)
 
 
@@ -298,14 +267,14 @@ def test_classifier_with_features():
     rng = np.random.default_rng(17)
     X = rng.standard_normal((300, 2))
     y = (np.hypot(X[:, 0], X[:, 1]) > 1.2).astype(int)  # not linearly separable
-    clf = RidgeClassifier(alpha=1e-2, features=NumpyFourier(300, gamma=1.0)).fit(X, y)
+    clf = RidgeClassifier(alpha=1e-2, features=rff(300, gamma=1.0)).fit(X, y)
     assert clf.score(X, y) > 0.9
     assert RidgeClassifier(alpha=1e-2).fit(X, y).score(X, y) < 0.8
 
 
 def test_verbose_reports_progress_on_stderr(capsys):
     X, y = make_data(n=200, d=3, seed=18)
-    Ridge(features=NumpyFourier(40), chunk_size=50, verbose=1).fit(X, y)
+    Ridge(features=rff(40), chunk_size=50, verbose=1).fit(X, y)
     err = capsys.readouterr().err
     assert "chunks" in err and "elapsed" in err
     Ridge(solver="cg", verbose=1).fit(sp.csr_matrix(make_data()[0]), make_data()[1])
@@ -325,7 +294,7 @@ def test_random_features_approach_kernel_ridge_as_D_grows():
     for D in (30, 300, 3000):
         per_seed = []
         for seed in range(2):
-            est = Ridge(alpha=alpha, fit_intercept=False, features=NumpyFourier(D, gamma=gamma, random_state=seed))
+            est = Ridge(alpha=alpha, fit_intercept=False, features=rff(D, gamma=gamma, random_state=seed))
             per_seed.append(np.sqrt(np.mean((est.fit(X, y).predict(Xt) - exact) ** 2)))
         errors.append(np.mean(per_seed))
     # Monte Carlo error ~ 1/sqrt(D): a factor ~3 per step; demand 2.
@@ -339,7 +308,7 @@ def test_return_std_matches_gaussian_process():
     y = np.sin(2 * X[:, 0]) + X[:, 1] ** 2 / 2 + 0.1 * rng.standard_normal(40)
     Xt = rng.uniform(-3, 3, (30, 2))  # inside and outside the data
     gamma, alpha, D = 0.5, 1.0, 3000
-    est = Ridge(alpha=alpha, fit_intercept=False, features=NumpyFourier(D, gamma=gamma, random_state=1)).fit(X, y)
+    est = Ridge(alpha=alpha, fit_intercept=False, features=rff(D, gamma=gamma, random_state=1)).fit(X, y)
     mean, std = est.predict(Xt, return_std=True)
     s2 = est.noise_variance_
     assert 0 < s2 < 1
