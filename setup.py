@@ -43,49 +43,87 @@ OPENMP_TEST_PROGRAM = textwrap.dedent(
 )
 
 
-def openmp_flags(compiler_type):
-    """Return (compile_args, link_args) that enable OpenMP for this compiler."""
+def openmp_flag_candidates(compiler_type):
+    """(compile_args, link_args) pairs that may enable OpenMP, most likely first."""
     if compiler_type == "msvc":
-        return ["/openmp"], []
+        # OpenMP 2.0 runtime vcomp140.dll (vendored into Windows wheels by
+        # delvewheel).  2.0 wants signed loop indices in every prange.
+        return [(["/openmp"], [])]
+    candidates = [(["-fopenmp"], ["-fopenmp"])]
     if sys.platform == "darwin":
-        # Apple clang needs the preprocessor flag and an explicit libomp
-        # (from Homebrew or the pinned llvm-openmp of the wheel build).
-        return ["-Xpreprocessor", "-fopenmp"], ["-lomp"]
-    return ["-fopenmp"], ["-fopenmp"]
+        # Apple clang has no -fopenmp driver flag: it needs the preprocessor
+        # flag and an explicit libomp (the pinned llvm-openmp of the wheel
+        # build, or Homebrew's: CFLAGS=-I<prefix>/include LDFLAGS=-L<prefix>/lib).
+        # A gcc or llvm clang on macOS takes plain -fopenmp, tried second.
+        candidates.insert(0, (["-Xpreprocessor", "-fopenmp"], ["-lomp"]))
+    return candidates
 
 
-def check_openmp(compiler):
-    """Compile, link and run a tiny OpenMP program; True if all three work."""
-    compile_args, link_args = openmp_flags(compiler.compiler_type)
-    extra = os.environ.get("CFLAGS", "").split() + os.environ.get("LDFLAGS", "").split()
+def _try_openmp(compiler, compile_args, link_args):
+    """Compile, link and run a tiny OpenMP program; raise if any step fails."""
+    # customize_compiler puts CFLAGS/CPPFLAGS in the compile command and
+    # LDFLAGS in the shared-library link only; an executable link needs them
+    # passed by hand (e.g. -L<libomp prefix> on macOS).
+    extra_link = os.environ.get("LDFLAGS", "").split()
     tmp = tempfile.mkdtemp(prefix="randfeat-omp-")
     try:
         src = os.path.join(tmp, "test_openmp.c")
         with open(src, "w") as f:
             f.write(OPENMP_TEST_PROGRAM)
-        objects = compiler.compile([src], output_dir=tmp, extra_postargs=compile_args + extra)
+        objects = compiler.compile([src], output_dir=tmp, extra_postargs=compile_args)
         exe = os.path.join(tmp, "test_openmp")
-        compiler.link_executable(objects, exe, extra_postargs=link_args + extra)
+        compiler.link_executable(objects, exe, extra_postargs=link_args + extra_link)
         if compiler.compiler_type == "msvc":
             exe += ".exe"
         subprocess.run([exe], check=True, capture_output=True, timeout=60)
-        return True
-    except Exception as exc:  # any failure means: build serial
-        print(f"randfeat: OpenMP test program failed ({exc!r}); building without OpenMP")
-        return False
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def detect_openmp(compiler):
+    """Return the (compile_args, link_args) that work here, or None: build serial."""
+    errors = []
+    for compile_args, link_args in openmp_flag_candidates(compiler.compiler_type):
+        try:
+            _try_openmp(compiler, compile_args, link_args)
+            print(f"randfeat: building with OpenMP ({' '.join(compile_args)})")
+            return compile_args, link_args
+        except Exception as exc:  # any failure means: try the next, else serial
+            errors.append(f"{' '.join(compile_args)}: {exc!r}")
+    print("randfeat: no working OpenMP flags (" + "; ".join(errors) + "); building WITHOUT OpenMP")
+    return None
+
+
 class BuildExtWithOpenMP(build_ext):
-    """build_ext that adds optimisation and (if it works) OpenMP flags."""
+    """build_ext that cythonizes, then adds optimisation and (if it works) OpenMP flags."""
+
+    def finalize_options(self):
+        # Cythonize here rather than at setup() time, so `sdist` and
+        # `egg_info` neither run Cython nor write .c files into the tree.
+        # Before the base class, which decorates the final Extension objects.
+        from Cython.Build import cythonize
+
+        try:
+            nthreads = int(self.parallel or 0)  # -j N, still a string here
+        except (TypeError, ValueError):
+            nthreads = 0
+        self.distribution.ext_modules = cythonize(
+            self.distribution.ext_modules, compiler_directives=CYTHON_DIRECTIVES, nthreads=nthreads
+        )
+        super().finalize_options()
 
     def build_extensions(self):
         ctype = self.compiler.compiler_type
-        use_openmp = os.environ.get("RANDFEAT_DISABLE_OPENMP", "0") in ("", "0")
-        use_openmp = use_openmp and check_openmp(self.compiler)
-        omp_compile, omp_link = openmp_flags(ctype) if use_openmp else ([], [])
+        flags = None
+        if os.environ.get("RANDFEAT_DISABLE_OPENMP", "0") in ("", "0"):
+            flags = detect_openmp(self.compiler)
+        else:
+            print("randfeat: RANDFEAT_DISABLE_OPENMP is set; building WITHOUT OpenMP")
+        use_openmp = flags is not None
+        omp_compile, omp_link = flags if use_openmp else ([], [])
         if ctype == "msvc":
+            # MSVC: /O2 only; it has no -fno-math-errno equivalent that is safe
+            # to pass, and its default floating-point model is /fp:precise.
             opt = ["/O2"]
         else:
             # Portable optimisation: no -march=native (wheels must run on any
@@ -99,9 +137,19 @@ class BuildExtWithOpenMP(build_ext):
         super().build_extensions()
 
 
-def extensions():
-    from Cython.Build import cythonize
+CYTHON_DIRECTIVES = {
+    "language_level": 3,
+    "boundscheck": False,
+    "wraparound": False,
+    "cdivision": True,
+    "initializedcheck": False,
+    "nonecheck": False,
+    "embedsignature": True,
+}
 
+
+def extensions():
+    """One Extension per .pyx (Cython sources; build_ext cythonizes them)."""
     libraries = [] if sys.platform == "win32" else ["m"]  # libm for vector math
     exts = []
     for pyx in sorted(glob.glob(os.path.join(PKG_DIR, "*.pyx"))):
@@ -115,18 +163,7 @@ def extensions():
                 libraries=libraries,
             )
         )
-    return cythonize(
-        exts,
-        compiler_directives={
-            "language_level": 3,
-            "boundscheck": False,
-            "wraparound": False,
-            "cdivision": True,
-            "initializedcheck": False,
-            "nonecheck": False,
-            "embedsignature": True,
-        },
-    )
+    return exts
 
 
 setup(ext_modules=extensions(), cmdclass={"build_ext": BuildExtWithOpenMP})

@@ -10,14 +10,21 @@ from ._dispatch import check_vector_isa_env
 check_vector_isa_env()
 
 from . import datasets  # noqa: E402
+from ._binning import RandomBinningFeatures  # noqa: E402
 from ._config import get_config, show_config  # noqa: E402
+from ._fourier import RandomFourierFeatures  # noqa: E402
 from ._kernels import kernel_matrix  # noqa: E402
+from ._ridge import Ridge, RidgeClassifier  # noqa: E402
 from ._version import __version__  # noqa: E402
 
 __all__ = [
+    "RandomBinningFeatures",
+    "RandomFourierFeatures",
     "__version__",
     "datasets",
     "get_config",
     "kernel_matrix",
+    "Ridge",
+    "RidgeClassifier",
     "show_config",
 ]

@@ -1,0 +1,358 @@
+"""RandomBinningFeatures: random binning features (Rahimi & Recht, 2007, algorithm 2).
+
+Python validates, draws the grids and chooses the thread count; the compiled
+module ``_binning_fast`` hashes, builds the vocabularies and writes the CSR.
+"""
+
+import numbers
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import ClassNamePrefixFeaturesOutMixin
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted
+
+from . import _binning_fast
+from ._base import RandomFeatureMap
+from ._kernels import check_gamma, get_kernel
+from ._threads import check_n_jobs, effective_n_threads
+from ._validation import check_positive_int, validate_features_input
+
+# Bins are int64 in the kernel; |bin| <= 2**62 leaves a factor-2 margin and is
+# what the no-collision argument for one-coordinate changes needs (see the header).
+MAX_ABS_BIN = 2.0**62
+_LANES = _binning_fast.LANES
+
+
+def _make_rng(random_state):
+    """A numpy Generator from an int, None, Generator or RandomState (as sklearn's)."""
+    if random_state is None or isinstance(random_state, (numbers.Integral, np.random.Generator)):
+        return np.random.default_rng(random_state)
+    rs = check_random_state(random_state)
+    return np.random.default_rng(rs.randint(0, 2**31 - 1, size=4))
+
+
+def _index_dtype(*bounds):
+    """int32 when every index and indptr value fits, else int64 (scipy's rule)."""
+    return np.int32 if max(bounds) < np.iinfo(np.int32).max else np.int64
+
+
+class RandomBinningFeatures(ClassNamePrefixFeaturesOutMixin, RandomFeatureMap):
+    """Random binning features: sparse one-hot bins of P randomly shifted grids.
+
+    Each of ``n_grids`` grids has, in every input dimension m, a random pitch
+    δ ~ p(δ) = δ·k''(δ) and a shift u ~ U[0, δ); a point x falls in the bin
+    (⌊(x_m − u_m)/δ_m⌋)_m of each grid.  The features are the P one-hot bin
+    indicators scaled by 1/√P, so z(x)ᵀz(y) = (number of grids in which x and
+    y share a bin)/P, whose expectation is the kernel k(x, y) (Rahimi & Recht,
+    2007).  Bins are identified by a 64-bit hash of the bin tuple and numbered
+    at fit: the columns of grid p are its bins occupied by training rows.  A
+    bin first met at transform contributes no entry for that grid.
+
+    Binning suits tasks where the predictor must memorise (the paper's Forest
+    Cover result), and its features are sparse: exactly ``n_grids`` entries
+    per training row.
+
+    Parameters
+    ----------
+    n_grids : int, default=30
+        Number of random grids P (non-zeros per training row).  The kernel
+        estimate's standard deviation falls like 1/√P.
+    kernel : str, default='laplacian'
+        A separable kernel whose pitch density δ·k''(δ) is a probability
+        density; ``'laplacian'``, k(x, y) = exp(-γ‖x − y‖₁), δ ~ Gamma(2, 1/γ).
+        Kernels binning cannot represent (``'rbf'``, ``'cauchy'``,
+        ``'matern'``) raise a ValueError that says why; use
+        ``RandomFourierFeatures`` for them.
+    gamma : float, default=1.0
+        Kernel parameter, as in ``sklearn.metrics.pairwise.laplacian_kernel``.
+    random_state : int, RandomState instance, Generator or None, default=None
+        Seeds the draw of pitches and shifts (a ``numpy.random.Generator``).
+        Same seed and data give the same columns, whatever ``n_jobs``.
+    n_jobs : int or None, default=None
+        OpenMP threads: None or -1 for all available cores.  The output is
+        bit-identical for any value.
+
+    Attributes
+    ----------
+    n_features_in_ : int
+        Number of input dimensions d.
+    feature_names_in_ : ndarray of str
+        Input column names, when X has string column names.
+    pitches_ : ndarray of shape (n_grids, n_features_in_), float64
+        Bin widths δ of each grid and dimension.
+    offsets_ : ndarray of shape (n_grids, n_features_in_), float64
+        Grid shifts u, 0 ≤ u < δ.
+    bin_hashes_ : ndarray of shape (n_features_out_,), uint64
+        The vocabulary: for each grid, the sorted 64-bit hashes of its bins
+        occupied at fit; column j of the output is the bin with hash
+        ``bin_hashes_[j]``.
+    grid_offsets_ : ndarray of shape (n_grids + 1,), int64
+        Columns of grid p are ``grid_offsets_[p]:grid_offsets_[p + 1]``.
+    n_features_out_ : int
+        Total number of occupied bins, the output width.
+
+    Notes
+    -----
+    ``transform`` returns a ``scipy.sparse.csr_matrix`` (not ``csr_array``),
+    like scikit-learn's own sparse transformers (OneHotEncoder,
+    CountVectorizer), so it composes with ``FeatureUnion``/``ColumnTransformer``
+    and code written for them exactly as they do.  Its dtype is X's float
+    dtype (float32 stays float32), its indices are int32 whenever they fit and
+    sorted within each row (grid by grid).
+
+    Bin coordinate: ⌊(x − u)·(1/δ)⌋ computed in float64 (x converted exactly
+    from float32), one subtraction then one multiplication by the stored
+    reciprocal.  Inputs whose bin coordinate would exceed 2⁶² in magnitude are
+    rejected with a ValueError, as are NaN and infinity.
+
+    Bins are identified by hash: two different bin tuples of one grid share a
+    column only if their 64-bit hashes collide, probability about 2⁻⁶⁴ per
+    pair (tuples differing in one coordinate never collide).
+
+    References
+    ----------
+    A. Rahimi and B. Recht, "Random Features for Large-Scale Kernel
+    Machines", NIPS 2007.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from randfeat import RandomBinningFeatures
+    >>> X = np.random.default_rng(0).normal(size=(100, 3))
+    >>> rbf = RandomBinningFeatures(n_grids=20, gamma=0.5, random_state=0)
+    >>> Z = rbf.fit_transform(X)
+    >>> Z.shape[0], Z.nnz
+    (100, 2000)
+    >>> K_approx = (Z @ Z.T).toarray()   # shared grids / 20
+    """
+
+    _sparse_output = True
+
+    def __init__(self, n_grids=30, *, kernel="laplacian", gamma=1.0, random_state=None, n_jobs=None):
+        self.n_grids = n_grids
+        self.kernel = kernel
+        self.gamma = gamma
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+
+    # ------------------------------------------------------------------ API
+    def fit(self, X, y=None):
+        """Draw the grids and build the vocabulary of bins occupied by X.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Training data; CSR input is binned row by row, never densified.
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : RandomBinningFeatures
+        """
+        self._fit(X, return_features=False)
+        return self
+
+    def fit_transform(self, X, y=None):
+        """Fit to X and return its features, binning X only once.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        Z : scipy.sparse.csr_matrix of shape (n_samples, n_features_out_)
+            Exactly ``n_grids`` entries per row, each 1/√n_grids.
+        """
+        return self._fit(X, return_features=True)
+
+    def transform(self, X):
+        """Map X to its binning features.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features_in_)
+
+        Returns
+        -------
+        Z : scipy.sparse.csr_matrix of shape (n_samples, n_features_out_)
+            X's float dtype; one entry 1/√n_grids per grid whose bin was seen
+            at fit, columns sorted within each row.
+        """
+        check_is_fitted(self, "bin_hashes_")
+        X = validate_features_input(self, X, reset=False)
+        self._check_bin_range(X)
+        n, d = X.shape
+        P = self.n_grids_
+        n_threads = effective_n_threads(self.n_jobs)
+        idx = _index_dtype(n * P, self.n_features_out_)
+        indices = np.empty(n * P, dtype=idx)
+        counts = np.empty(n, dtype=np.int64)
+        args = _source_args(X)
+        rowbuf, hashbuf = self._scratch(n_threads, d)
+        nnz = _binning_fast.transform_rows(
+            *args, n, d, self._U, self._INV, P,
+            self.bin_hashes_, self.grid_offsets_, self._dir, self._dir_offsets, self._dir_bits,
+            indices, counts, rowbuf, hashbuf, n_threads,
+        )
+        indptr = np.zeros(n + 1, dtype=idx)
+        np.cumsum(counts, out=indptr[1:])
+        if nnz < n * P:  # some bins unseen at fit: pack rows, then release the tail
+            _binning_fast.compact_rows(indices, counts, P)
+            indices = _shrink(indices, nnz)
+        data = np.empty(nnz, dtype=X.dtype)
+        _binning_fast.fill_value(data, self._value, n_threads)
+        return _csr(data, indices, indptr, (n, self.n_features_out_))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.transformer_tags.preserves_dtype = ["float64", "float32"]
+        return tags
+
+    @property
+    def _n_features_out(self):
+        # ClassNamePrefixFeaturesOutMixin names the outputs from this.
+        return self.n_features_out_
+
+    # ------------------------------------------------------------ internals
+    def _check_params(self):
+        P = check_positive_int(self.n_grids, "n_grids")
+        spec = get_kernel(self.kernel)
+        if spec.sample_pitch is None:
+            raise ValueError(
+                f"kernel={self.kernel!r} cannot be used with random binning features: "
+                f"{spec.no_binning_reason}"
+            )
+        check_gamma(self.gamma, allow_scale=False)
+        check_n_jobs(self.n_jobs)
+        return P, spec
+
+    def _draw_grids(self, spec, P, d):
+        rng = _make_rng(self.random_state)
+        pitches = np.asarray(spec.sample_pitch(rng, (P, d), float(self.gamma)), dtype=np.float64)
+        offsets = rng.uniform(0.0, 1.0, size=(P, d)) * pitches
+        inv = 1.0 / pitches
+        if not (np.all(pitches > 0) and np.all(np.isfinite(inv))):
+            raise ValueError(
+                f"gamma={self.gamma!r} gives bin widths too small to invert in float64; use a smaller gamma"
+            )
+        # Kernel layout (d, Ppad): the innermost loop runs over grids, padded to
+        # whole vector lanes with u = 1/δ = 0 (padding bins are ignored).
+        Ppad = -(-P // _LANES) * _LANES
+        U = np.zeros((d, Ppad))
+        INV = np.zeros((d, Ppad))
+        U[:, :P] = offsets.T
+        INV[:, :P] = inv.T
+        return pitches, offsets, U, INV
+
+    def _check_bin_range(self, X):
+        """ValueError unless every bin coordinate of X fits |bin| <= 2**62 (checked on column extremes)."""
+        if sp.issparse(X):
+            lo = X.min(axis=0).toarray().ravel()
+            hi = X.max(axis=0).toarray().ravel()
+        else:
+            lo, hi = X.min(axis=0), X.max(axis=0)
+        lo = np.minimum(np.asarray(lo, dtype=np.float64), 0.0)  # 0: implicit CSR zeros
+        hi = np.maximum(np.asarray(hi, dtype=np.float64), 0.0)
+        P = self.n_grids_
+        U, INV = self._U[:, :P], self._INV[:, :P]
+        with np.errstate(over="ignore", invalid="ignore"):
+            # (x - u) * inv is monotone in x, so the column extremes bound every bin.
+            worst = np.maximum(np.abs((lo[:, None] - U) * INV), np.abs((hi[:, None] - U) * INV))
+        bad = ~(worst <= MAX_ABS_BIN)
+        if bad.any():
+            m = int(np.nonzero(bad.any(axis=1))[0][0])
+            raise ValueError(
+                f"X[:, {m}] has values (range [{lo[m]:.6g}, {hi[m]:.6g}]) whose bin index "
+                f"|(x - u)/δ| exceeds 2**62 for the fitted pitches; rescale X or use a smaller gamma"
+            )
+
+    def _scratch(self, n_threads, d):
+        # Per-thread row and hash buffers, padded to whole 64-byte lines.
+        return (
+            np.zeros((n_threads, -(-d // 8) * 8 + 8)),
+            np.zeros((n_threads, self._U.shape[1] + 8), dtype=np.uint64),
+        )
+
+    def _fit(self, X, return_features):
+        P, spec = self._check_params()
+        X = validate_features_input(self, X, reset=True)
+        n, d = X.shape
+        if n >= 2**32 - 1:
+            raise ValueError(f"RandomBinningFeatures supports fewer than 2**32 - 1 training rows, got {n}")
+        self.pitches_, self.offsets_, self._U, self._INV = self._draw_grids(spec, P, d)
+        self.n_grids_ = P
+        self._check_bin_range(X)
+        n_threads = effective_n_threads(self.n_jobs)
+        self._value = float(np.float64(1.0) / np.sqrt(np.float64(P)))
+
+        # The N x P hashes are stored inside the output CSR's own buffers (see
+        # rf_hstore), so fit_transform needs no N x P temporary: afterwards each
+        # slot's hash is replaced in place by its column and value.
+        idx = _index_dtype(n * P)
+        indices = np.empty(n * P, dtype=idx)
+        data = np.empty(n * P, dtype=X.dtype)
+        h64, lo, hi = _hash_store(indices, data)
+        args = _source_args(X)
+        rowbuf, hashbuf = self._scratch(n_threads, d)
+        _binning_fast.hash_rows(*args, n, d, self._U, self._INV, P, h64, lo, hi, rowbuf, hashbuf, n_threads)
+        del rowbuf, hashbuf
+        (self.bin_hashes_, self.grid_offsets_, self._dir, self._dir_offsets, self._dir_bits) = (
+            _binning_fast.build_vocabularies(h64, lo, hi, n, P, n_threads)
+        )
+        self.n_features_out_ = int(self.grid_offsets_[-1])
+        if not return_features:
+            return None
+        if idx == np.int32 and self.n_features_out_ >= np.iinfo(np.int32).max:  # pragma: no cover
+            raise AssertionError("n_features_out_ cannot exceed n_samples * n_grids")
+        missing = _binning_fast.fill_training_csr(
+            h64, lo, hi, n, P, self.bin_hashes_, self.grid_offsets_, self._dir,
+            self._dir_offsets, self._dir_bits, indices, data, self._value, n_threads,
+        )
+        if missing:  # pragma: no cover - would be a bug in the vocabulary build
+            raise RuntimeError(f"internal error: {missing} training bins missing from the vocabulary")
+        indptr = np.arange(0, n * P + 1, P, dtype=idx)
+        return _csr(data, indices, indptr, (n, self.n_features_out_))
+
+
+def _hash_store(indices, data):
+    """Views (h64, lo, hi) of the CSR buffers that hold the hashes during fit."""
+    empty64, empty32 = np.empty(0, dtype=np.uint64), np.empty(0, dtype=np.uint32)
+    if data.dtype == np.float64:
+        return data.view(np.uint64), empty32, empty32
+    if indices.dtype == np.int64:
+        return indices.view(np.uint64), empty32, empty32
+    return empty64, indices.view(np.uint32), data.view(np.uint32)
+
+
+def _source_args(X):
+    """(is_csr, X_dense, data, indices, indptr) as the kernels take them."""
+    if sp.issparse(X):
+        dummy = np.empty((0, 0), dtype=X.dtype)
+        return (
+            True, dummy, X.data,
+            np.asarray(X.indices, dtype=np.int64), np.asarray(X.indptr, dtype=np.int64),
+        )
+    empty = np.empty(0, dtype=X.dtype)
+    e64 = np.empty(0, dtype=np.int64)
+    return False, X, empty, e64, e64
+
+
+def _shrink(a, n):
+    """a[:n] without keeping a's whole buffer alive (realloc in place when possible)."""
+    try:
+        a.resize(n, refcheck=False)
+        return a
+    except (ValueError, SystemError):  # pragma: no cover - not the owner of its data
+        return a[:n].copy()
+
+
+def _csr(data, indices, indptr, shape):
+    Z = sp.csr_matrix((data, indices, indptr), shape=shape, copy=False)
+    Z.has_sorted_indices = True  # guaranteed by construction (grid by grid)
+    return Z

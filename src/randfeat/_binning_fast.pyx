@@ -1,0 +1,276 @@
+# cython: language_level=3
+"""Compiled kernels of RandomBinningFeatures: floor-and-hash, vocabularies, CSR.
+
+No validation and no policy here (randfeat._binning does both): inputs are
+finite, bins fit in int64 (|bin| <= 2^62), arrays have the documented shapes.
+Work is split over rows in fixed chunks of ``ROW_CHUNK`` rows (or over grids
+for the vocabulary); every row and every grid is computed independently of the
+others, so the result is bit-identical for any thread count and any schedule.
+The arithmetic and the hash are defined in _csrc/randfeat_binning.h.
+"""
+
+from cython cimport floating
+from cython.parallel cimport parallel, prange, threadid
+from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
+from libc.stdlib cimport calloc, free
+from libc.string cimport memcpy
+
+import numpy as np
+
+cdef extern from "randfeat_binning.h" nogil:
+    ctypedef struct rf_hstore:
+        uint64_t *h64
+        uint32_t *lo
+        uint32_t *hi
+    int rf_binning_isa
+    void rf_binning_init_dispatch()
+    const char *rf_isa_name(int isa)
+    # a function pointer in C, called like a function
+    void rf_binning_hash_row(const double *x, int64_t d, int64_t Ppad, const double *U,
+                             const double *INV, uint64_t *h)
+    void rf_hstore_put(const rf_hstore *s, int64_t k, uint64_t h)
+    uint64_t rf_hstore_get(const rf_hstore *s, int64_t k)
+    int64_t rf_vocab_find(uint64_t h, const uint64_t *keys, const uint32_t *dir, int bits)
+    int rf_grid_vocab(const rf_hstore *s, int64_t n, int64_t stride, int64_t offset,
+                      uint64_t **keys_out, int64_t *nkeys_out, uint32_t **dir_out,
+                      int *bits_out)
+
+rf_binning_init_dispatch()
+
+# Rows per work unit; fixed so the work split never depends on the thread count.
+cdef enum:
+    ROW_CHUNK = 256
+
+ctypedef fused index_t:
+    int32_t
+    int64_t
+
+LANES = 8  # grids are padded to a multiple of this (see the header)
+
+
+def vector_isa():
+    """Return the vector code path the hashing kernel uses ('baseline', 'avx2' or 'avx512')."""
+    return rf_isa_name(rf_binning_isa).decode()
+
+
+cdef inline void _load_row(bint is_csr, const floating[:, :] X, const floating[::1] Xd,
+                           const int64_t[::1] Xi, const int64_t[::1] Xp, Py_ssize_t i,
+                           Py_ssize_t d, double *buf) noexcept nogil:
+    """Row i of X as float64 into buf (a CSR row is scattered into zeros)."""
+    cdef Py_ssize_t m, q
+    if is_csr:
+        for m in range(d):
+            buf[m] = 0.0
+        for q in range(Xp[i], Xp[i + 1]):
+            buf[Xi[q]] = Xd[q]
+    else:
+        for m in range(d):
+            buf[m] = X[i, m]
+
+
+cdef rf_hstore _store(uint64_t[::1] h64, uint32_t[::1] lo, uint32_t[::1] hi):
+    cdef rf_hstore s
+    s.h64 = &h64[0] if h64.shape[0] > 0 else NULL
+    s.lo = &lo[0] if lo.shape[0] > 0 else NULL
+    s.hi = &hi[0] if hi.shape[0] > 0 else NULL
+    return s
+
+
+def hash_rows(bint is_csr, const floating[:, :] X, const floating[::1] Xd,
+              const int64_t[::1] Xi, const int64_t[::1] Xp, Py_ssize_t n, Py_ssize_t d,
+              const double[:, ::1] U, const double[:, ::1] INV, Py_ssize_t P,
+              uint64_t[::1] h64, uint32_t[::1] lo, uint32_t[::1] hi,
+              double[:, ::1] rowbuf, uint64_t[:, ::1] hashbuf, int n_threads):
+    """Hash every row of X for every grid; hash of (row i, grid p) goes to slot i*P + p.
+
+    X is dense (``X``, any strides) or CSR (``Xd``, ``Xi``, ``Xp`` with int64
+    indices); ``U``, ``INV`` are (d, Ppad); the store is ``h64`` or the
+    ``lo``/``hi`` halves (see rf_hstore); ``rowbuf`` (n_threads, >= d) and
+    ``hashbuf`` (n_threads, >= Ppad) are per-thread scratch.
+    """
+    cdef rf_hstore s = _store(h64, lo, hi)
+    cdef Py_ssize_t Ppad = U.shape[1]
+    cdef Py_ssize_t nchunks = (n + ROW_CHUNK - 1) // ROW_CHUNK
+    cdef Py_ssize_t c, i, p, t
+    cdef double *buf
+    cdef uint64_t *hb
+    with nogil, parallel(num_threads=n_threads):
+        t = threadid()
+        buf = &rowbuf[t, 0]
+        hb = &hashbuf[t, 0]
+        for c in prange(nchunks, schedule='dynamic'):
+            for i in range(c * ROW_CHUNK, min((c + 1) * ROW_CHUNK, n)):
+                _load_row(is_csr, X, Xd, Xi, Xp, i, d, buf)
+                rf_binning_hash_row(buf, d, Ppad, &U[0, 0], &INV[0, 0], hb)
+                for p in range(P):
+                    rf_hstore_put(&s, i * P + p, hb[p])
+
+
+def build_vocabularies(uint64_t[::1] h64, uint32_t[::1] lo, uint32_t[::1] hi,
+                       Py_ssize_t n, Py_ssize_t P, int n_threads):
+    """Sorted distinct hashes of each grid and their lookup directories.
+
+    Returns ``(keys, key_offsets, directory, dir_offsets, dir_bits)``: grid p's
+    keys are ``keys[key_offsets[p]:key_offsets[p+1]]`` (uint64, ascending),
+    its directory ``directory[dir_offsets[p]:dir_offsets[p+1]]`` (uint32,
+    2**dir_bits[p] + 1 entries).  Grids are processed in parallel, one per
+    task; each grid's result is independent of which thread built it.
+    """
+    cdef rf_hstore s = _store(h64, lo, hi)
+    cdef uint64_t **kp = <uint64_t **>calloc(P, sizeof(uint64_t *))
+    cdef uint32_t **dp = <uint32_t **>calloc(P, sizeof(uint32_t *))
+    cdef int64_t[::1] nk = np.zeros(P, dtype=np.int64)
+    cdef int[::1] bits = np.zeros(P, dtype=np.intc)
+    cdef int32_t[::1] status = np.zeros(P, dtype=np.int32)
+    cdef Py_ssize_t p
+    if kp == NULL or dp == NULL:
+        free(kp)
+        free(dp)
+        raise MemoryError("binning vocabulary")
+    try:
+        with nogil:
+            for p in prange(P, schedule='dynamic', chunksize=1, num_threads=n_threads):
+                status[p] = rf_grid_vocab(&s, n, P, p, &kp[p], &nk[p], &dp[p], &bits[p])
+        if np.any(np.asarray(status) != 0):
+            raise MemoryError("not enough memory for the binning vocabulary")
+        key_offsets = np.zeros(P + 1, dtype=np.int64)
+        np.cumsum(nk, out=key_offsets[1:])
+        dir_sizes = (np.int64(1) << np.asarray(bits, dtype=np.int64)) + 1
+        dir_offsets = np.zeros(P + 1, dtype=np.int64)
+        np.cumsum(dir_sizes, out=dir_offsets[1:])
+        keys = np.empty(key_offsets[P], dtype=np.uint64)
+        directory = np.empty(dir_offsets[P], dtype=np.uint32)
+        _gather_pieces(kp, dp, keys, directory, key_offsets, dir_offsets, P)
+    finally:
+        for p in range(P):
+            free(kp[p])
+            free(dp[p])
+        free(kp)
+        free(dp)
+    return keys, key_offsets, directory, dir_offsets, np.asarray(bits)
+
+
+cdef void _gather_pieces(uint64_t **kp, uint32_t **dp, uint64_t[::1] keys,
+                         uint32_t[::1] directory, const int64_t[::1] koff,
+                         const int64_t[::1] doff, Py_ssize_t P) noexcept:
+    # Copy grid by grid and free each piece at once, so the peak is the final
+    # arrays plus one grid's piece (not twice the vocabulary).
+    cdef Py_ssize_t p
+    for p in range(P):
+        if koff[p + 1] > koff[p]:
+            memcpy(&keys[koff[p]], kp[p], (koff[p + 1] - koff[p]) * sizeof(uint64_t))
+        memcpy(&directory[doff[p]], dp[p], (doff[p + 1] - doff[p]) * sizeof(uint32_t))
+        free(kp[p])
+        free(dp[p])
+        kp[p] = NULL
+        dp[p] = NULL
+
+
+def fill_training_csr(uint64_t[::1] h64, uint32_t[::1] lo, uint32_t[::1] hi,
+                      Py_ssize_t n, Py_ssize_t P, const uint64_t[::1] keys,
+                      const int64_t[::1] koff, const uint32_t[::1] directory,
+                      const int64_t[::1] doff, const int[::1] bits,
+                      index_t[::1] indices, floating[::1] data, double value,
+                      int n_threads):
+    """Replace each stored hash by its column and value, in place (fit_transform).
+
+    The hash store aliases ``indices``/``data``: each slot is read, then
+    overwritten, by the same thread.  Returns the number of hashes not found
+    (0 unless the vocabulary does not belong to these hashes).
+    """
+    cdef rf_hstore s = _store(h64, lo, hi)
+    cdef Py_ssize_t nchunks = (n + ROW_CHUNK - 1) // ROW_CHUNK
+    cdef Py_ssize_t c, i, p, k
+    cdef int64_t col
+    cdef Py_ssize_t missing = 0
+    cdef floating v = <floating>value
+    with nogil:
+        for c in prange(nchunks, schedule='dynamic', num_threads=n_threads):
+            for i in range(c * ROW_CHUNK, min((c + 1) * ROW_CHUNK, n)):
+                for p in range(P):
+                    k = i * P + p
+                    col = rf_vocab_find(rf_hstore_get(&s, k), &keys[koff[p]],
+                                        &directory[doff[p]], bits[p])
+                    if col < 0:
+                        missing += 1
+                        col = 0
+                    indices[k] = <index_t>(koff[p] + col)
+                    data[k] = v
+    return missing
+
+
+def transform_rows(bint is_csr, const floating[:, :] X, const floating[::1] Xd,
+                   const int64_t[::1] Xi, const int64_t[::1] Xp, Py_ssize_t n,
+                   Py_ssize_t d, const double[:, ::1] U, const double[:, ::1] INV,
+                   Py_ssize_t P, const uint64_t[::1] keys, const int64_t[::1] koff,
+                   const uint32_t[::1] directory, const int64_t[::1] doff,
+                   const int[::1] bits, index_t[::1] indices, int64_t[::1] counts,
+                   double[:, ::1] rowbuf, uint64_t[:, ::1] hashbuf, int n_threads):
+    """Hash and look up each row; row i's found columns go to indices[i*P : i*P + counts[i]].
+
+    Columns come out sorted because grids are visited in order and grid p's
+    columns lie in [koff[p], koff[p+1]).  Returns the total count.
+    """
+    cdef Py_ssize_t Ppad = U.shape[1]
+    cdef Py_ssize_t nchunks = (n + ROW_CHUNK - 1) // ROW_CHUNK
+    cdef Py_ssize_t c, i, p, t, cnt
+    cdef int64_t col
+    cdef double *buf
+    cdef uint64_t *hb
+    with nogil, parallel(num_threads=n_threads):
+        t = threadid()
+        buf = &rowbuf[t, 0]
+        hb = &hashbuf[t, 0]
+        for c in prange(nchunks, schedule='dynamic'):
+            for i in range(c * ROW_CHUNK, min((c + 1) * ROW_CHUNK, n)):
+                _load_row(is_csr, X, Xd, Xi, Xp, i, d, buf)
+                rf_binning_hash_row(buf, d, Ppad, &U[0, 0], &INV[0, 0], hb)
+                cnt = 0
+                for p in range(P):
+                    col = rf_vocab_find(hb[p], &keys[koff[p]], &directory[doff[p]], bits[p])
+                    if col >= 0:
+                        indices[i * P + cnt] = <index_t>(koff[p] + col)
+                        cnt = cnt + 1
+                counts[i] = cnt
+    return int(np.sum(counts))
+
+
+def compact_rows(index_t[::1] indices, const int64_t[::1] counts, Py_ssize_t P):
+    """Move row i's counts[i] entries from i*P to the end of row i-1's (serial, in place).
+
+    Destinations never pass sources, so the forward copy is safe.  Returns nnz.
+    """
+    cdef Py_ssize_t n = counts.shape[0], i, j, pos = 0, src
+    with nogil:
+        for i in range(n):
+            src = i * P
+            if pos != src:
+                for j in range(counts[i]):
+                    indices[pos + j] = indices[src + j]
+            pos += counts[i]
+    return pos
+
+
+def fill_value(floating[::1] data, double value, int n_threads):
+    """data[:] = value, written by the threads that will use it (first touch)."""
+    cdef Py_ssize_t n = data.shape[0], c, k
+    cdef Py_ssize_t nchunks = (n + 65535) // 65536
+    cdef floating v = <floating>value
+    with nogil:
+        for c in prange(nchunks, schedule='static', num_threads=n_threads):
+            for k in range(c * 65536, min((c + 1) * 65536, n)):
+                data[k] = v
+
+
+def hash_rows_for_test(const double[:, ::1] X, const double[:, ::1] U,
+                       const double[:, ::1] INV, Py_ssize_t P):
+    """(n, P) hashes of dense float64 rows, serially (for tests and debugging)."""
+    cdef Py_ssize_t n = X.shape[0], d = X.shape[1], Ppad = U.shape[1], i, p
+    out = np.empty((n, P), dtype=np.uint64)
+    cdef uint64_t[:, ::1] o = out
+    cdef uint64_t[::1] hb = np.empty(max(Ppad, 1), dtype=np.uint64)
+    for i in range(n):
+        rf_binning_hash_row(&X[i, 0], d, Ppad, &U[0, 0], &INV[0, 0], &hb[0])
+        for p in range(P):
+            o[i, p] = hb[p]
+    return out

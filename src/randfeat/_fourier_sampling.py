@@ -1,0 +1,115 @@
+"""Draw the random frequencies W (and offsets b) of random Fourier features.
+
+Three samplers, all returning ``W`` of shape ``(d, n)`` in float64 so that
+features are ``cos(X @ W + b)``:
+
+* ``iid``: Monte Carlo (Rahimi & Recht, 2007).  Drawn directly with NumPy's
+  exact samplers (normal, Cauchy, Laplace, chi-square) rather than through the
+  inverse CDF of uniforms: same distribution, and no uniform can land on 0 and
+  send ``ndtri`` to infinity.
+* ``orthogonal``: Orthogonal Random Features (Yu et al., 2016).  Stacked
+  ``d × d`` blocks of Haar-random orthogonal matrices whose rows are rescaled
+  by independent norms from the radial part of the spectral density, so each
+  row is still distributed as p(ω) but rows within a block are orthogonal.
+  Only for spherically symmetric densities (``KernelSpec.radial_norms``).
+* ``qmc``: randomised quasi-Monte Carlo (Avron et al., 2016).  A scrambled
+  Sobol sequence (Halton beyond Sobol's maximum dimension) pushed through the
+  inverse CDF of the spectral density (``KernelSpec.frequency_ppf``).
+"""
+
+import warnings
+
+import numpy as np
+from scipy.stats import qmc
+
+SAMPLINGS = ("iid", "orthogonal", "qmc")
+
+# Uniforms are kept this far from 0 and 1 so inverse CDFs stay finite.
+_U_EPS = np.finfo(np.float64).eps
+
+
+def _iid_frequencies(spec, d, n, gamma, nu, rng):
+    name = spec.name
+    if name == "rbf":
+        return rng.standard_normal((d, n)) * np.sqrt(2.0 * gamma)
+    if name == "laplacian":
+        return rng.standard_cauchy((d, n)) * gamma
+    if name == "cauchy":
+        return rng.laplace(0.0, np.sqrt(gamma), size=(d, n))
+    if name == "matern":
+        z = rng.standard_normal((d, n))
+        g = rng.chisquare(2.0 * nu, size=n)
+        # ω = z·√(2ν/g)/ℓ with ℓ = 1/√(2γ): a multivariate Student-t.
+        return z * (np.sqrt(2.0 * nu / g) * np.sqrt(2.0 * gamma))
+    # A kernel added to the registry later: fall back on its inverse CDF.
+    U = rng.random((n, d + spec.qmc_extra_dims))
+    return spec.frequency_ppf(np.clip(U, _U_EPS, 1.0 - _U_EPS), d, gamma, nu)
+
+
+def _orthogonal_frequencies(spec, d, n, gamma, nu, rng):
+    if spec.radial_norms is None:
+        raise ValueError(
+            f"sampling='orthogonal' needs a spherically symmetric spectral density, "
+            f"and kernel={spec.name!r} has none (its frequencies are independent per "
+            f"coordinate); use sampling='iid' or 'qmc', or kernel='rbf' or 'matern'"
+        )
+    n_blocks = -(-n // d)
+    rows = np.empty((n_blocks * d, d))
+    for i in range(n_blocks):
+        G = rng.standard_normal((d, d))
+        Q, R = np.linalg.qr(G)
+        # Sign fix: makes Q Haar-distributed (QR alone is not unique in sign).
+        Q *= np.where(np.diag(R) < 0, -1.0, 1.0)
+        rows[i * d : (i + 1) * d] = Q.T  # rows of Qᵀ: orthonormal directions
+    directions = rows[:n]
+    norms = spec.radial_norms(rng, d, n, gamma, nu)
+    return (directions * norms[:, None]).T
+
+
+def _qmc_points(dim, n, rng):
+    seed = rng.integers(0, 2**63 - 1)
+    if dim <= qmc.Sobol.MAXDIM:
+        sampler = qmc.Sobol(dim, scramble=True, rng=seed)
+        with warnings.catch_warnings():
+            # Sobol's balance properties need n a power of 2; any n is still a
+            # valid (scrambled, hence unbiased) QMC design, so we accept the
+            # loss and do not bother users with the warning.
+            warnings.filterwarnings("ignore", message=".*balance properties of Sobol.*")
+            U = sampler.random(n)
+    else:
+        U = qmc.Halton(dim, scramble=True, rng=seed).random(n)
+    return np.clip(U, _U_EPS, 1.0 - _U_EPS)
+
+
+def sample_fourier_parameters(spec, sampling, d, n, gamma, nu, rng, *, with_offset):
+    """Draw frequencies ``W`` (d, n) and, for the ``cos`` map, offsets ``b`` (n,).
+
+    Parameters
+    ----------
+    spec : KernelSpec
+    sampling : {'iid', 'orthogonal', 'qmc'}
+    d, n : int
+        Input dimension and number of frequencies.
+    gamma, nu : float
+        Kernel parameters (numeric ``gamma``).
+    rng : numpy.random.Generator
+    with_offset : bool
+        Draw ``b ~ U[0, 2π)`` too (for QMC, from one more QMC coordinate).
+
+    Returns
+    -------
+    W : ndarray of shape (d, n), float64
+    b : ndarray of shape (n,), float64, or None
+    """
+    if sampling == "qmc":
+        dim = d + spec.qmc_extra_dims
+        U = _qmc_points(dim + int(with_offset), n, rng)
+        W = spec.frequency_ppf(U[:, :dim], d, gamma, nu)
+        b = 2.0 * np.pi * U[:, dim] if with_offset else None
+        return np.ascontiguousarray(W), b
+    if sampling == "orthogonal":
+        W = _orthogonal_frequencies(spec, d, n, gamma, nu, rng)
+    else:
+        W = _iid_frequencies(spec, d, n, gamma, nu, rng)
+    b = rng.uniform(0.0, 2.0 * np.pi, size=n) if with_offset else None
+    return np.ascontiguousarray(W), b

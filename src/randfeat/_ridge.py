@@ -1,0 +1,529 @@
+"""Ridge regression and classification on (random) features.
+
+``Ridge`` and ``RidgeClassifier`` solve min ‖Zw + b − y‖²_W + α‖w‖² on a
+feature matrix Z that is either X itself (dense or CSR) or the output of a
+randfeat feature map given as ``features=`` (then Z is produced chunk by
+chunk and never held whole when it is dense).  Solvers:
+
+* ``"cholesky"`` — Gram matrix accumulated chunk by chunk with BLAS syrk,
+  then a Cholesky solve (``_cholesky.py``).  Keeps the factor, which gives
+  ``Ridge.predict(X, return_std=True)``.
+* ``"cg"`` — Jacobi-preconditioned block conjugate gradient that only
+  multiplies by Z and Zᵀ (``_cg.py``, products in ``_linops.py``); sparse Z
+  stays sparse, centring is implicit.
+* ``"auto"`` — Cholesky for dense Z of width D <= ``CHOLESKY_MAX_FEATURES``
+  (10000), CG otherwise and for every sparse Z.  Why 10000: the Gram matrix
+  takes 8·D² bytes (800 MB at D = 10000) and its factorisation D³/3 flops
+  (~5 s here); beyond that width memory, not speed, decides, and CG needs
+  only O(N·K + D·K) on top of Z.
+"""
+
+import numbers
+import sys
+import time
+
+import numpy as np
+import scipy.linalg
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, clone
+from sklearn.preprocessing import LabelBinarizer
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+
+from ._base import RandomFeatureMap
+from ._cg import cg_ridge
+from ._cholesky import GramAccumulator, cholesky_ridge
+from ._linops import make_products
+from ._threads import check_n_jobs, effective_n_threads
+from ._validation import check_choice
+
+#: Widest dense Z for which ``solver="auto"`` picks Cholesky (see module doc).
+CHOLESKY_MAX_FEATURES = 10_000
+
+#: Default memory budget of one chunk of features (``chunk_size=None``):
+#: 64 MiB of Z rows, enough rows for syrk to run at full speed for any
+#: D <= 10000 (>= 800 rows in float64) while keeping the peak memory of a
+#: streaming fit to a few hundred MB above the Gram matrix.
+DEFAULT_CHUNK_BYTES = 64 * 2**20
+
+_SOLVERS = ("auto", "cg", "cholesky")
+
+
+def _default_chunk_rows(n_features, itemsize):
+    return max(64, DEFAULT_CHUNK_BYTES // max(1, n_features * itemsize))
+
+
+class _BaseRidge(BaseEstimator):
+    """Shared fitting machinery of Ridge and RidgeClassifier."""
+
+    def __init__(
+        self,
+        alpha=1.0,
+        *,
+        features=None,
+        solver="auto",
+        fit_intercept=True,
+        tol=1e-6,
+        max_iter=None,
+        chunk_size=None,
+        verbose=0,
+        n_jobs=None,
+    ):
+        self.alpha = alpha
+        self.features = features
+        self.solver = solver
+        self.fit_intercept = fit_intercept
+        self.tol = tol
+        self.max_iter = max_iter
+        self.chunk_size = chunk_size
+        self.verbose = verbose
+        self.n_jobs = n_jobs
+
+    # ------------------------------------------------------------ validation
+    def _check_params(self):
+        name = type(self).__name__
+        if isinstance(self.alpha, bool) or not isinstance(self.alpha, numbers.Real) or not np.isfinite(self.alpha):
+            raise TypeError(f"alpha must be a finite real number, got {self.alpha!r}")
+        if self.alpha < 0:
+            raise ValueError(f"alpha must be >= 0, got {self.alpha!r}")
+        check_choice(self.solver, "solver", _SOLVERS)
+        if isinstance(self.tol, bool) or not isinstance(self.tol, numbers.Real) or not self.tol > 0:
+            raise ValueError(f"tol must be a real number > 0, got {self.tol!r}")
+        for pname in ("max_iter", "chunk_size"):
+            value = getattr(self, pname)
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+                raise TypeError(f"{pname} must be None or an integer >= 1, got {value!r}")
+            if value < 1:
+                raise ValueError(f"{pname} must be None or an integer >= 1, got {value!r}")
+        if not isinstance(self.fit_intercept, (bool, np.bool_)):
+            raise TypeError(f"fit_intercept must be a bool, got {self.fit_intercept!r}")
+        if not isinstance(self.verbose, (bool, np.bool_)) and not (
+            isinstance(self.verbose, numbers.Integral) and self.verbose >= 0
+        ):
+            raise ValueError(f"verbose must be a non-negative integer, got {self.verbose!r}")
+        check_n_jobs(self.n_jobs)
+        if self.features is not None and not isinstance(self.features, RandomFeatureMap):
+            raise TypeError(
+                f"{name}(features=...) must be a randfeat feature map such as "
+                f"RandomFourierFeatures(...) or RandomBinningFeatures(...), got "
+                f"{type(self.features).__name__}. To use another transformer, put it "
+                f"in a sklearn Pipeline before {name}."
+            )
+
+    def _log(self, msg):
+        if self.verbose:
+            print(f"[{type(self).__name__}] {msg}", file=sys.stderr, flush=True)
+
+    # --------------------------------------------------------------- fitting
+    def _fit_targets(self, X, Y, sample_weight):
+        """Fit on validated X (N × d) and float64 targets Y (N × K)."""
+        t0 = time.perf_counter()
+        n_threads = effective_n_threads(self.n_jobs)
+        N, K = Y.shape
+        log = self._log if self.verbose else None
+        self.noise_variance_ = None
+        self._factor = None
+
+        if self.features is not None:
+            self.features_ = clone(self.features)
+            if getattr(self.features_, "_sparse_output", False):
+                # Sparse features (binning) are cheap to hold: materialise
+                # the CSR once and solve on it.
+                Z = self.features_.fit_transform(X)
+                Z = sp.csr_matrix(Z) if not sp.issparse(Z) else Z.tocsr()
+                self._log(f"materialised {Z.shape[0]}x{Z.shape[1]} sparse features, nnz={Z.nnz}, "
+                          f"elapsed {time.perf_counter() - t0:.1f} s")
+                streaming = False
+            else:
+                self.features_.fit(X)
+                Z = None
+                streaming = True
+            D = int(self.features_.n_features_out_)
+        else:
+            Z = X
+            D = X.shape[1]
+            streaming = False
+
+        solver = self.solver
+        if solver == "auto":
+            dense = streaming or not sp.issparse(Z)
+            solver = "cholesky" if dense and D <= CHOLESKY_MAX_FEATURES else "cg"
+        self.solver_ = solver
+
+        if streaming and solver == "cg":
+            # CG needs Z at every iteration: materialise it (N × D memory).
+            Z = self.features_.transform(X)
+            streaming = False
+
+        if solver == "cholesky":
+            sol = self._fit_cholesky(X, Z, Y, sample_weight, D, streaming, n_threads, t0)
+            coef, intercept = sol.coef, sol.intercept
+            self._factor = sol
+            self.n_iter_ = None
+            self.relative_residual_ = None
+            dtype = sol.dtype
+        else:
+            ops = make_products(Z, n_threads)
+            coef, intercept, n_iter, residual = cg_ridge(
+                ops,
+                Y,
+                sample_weight,
+                float(self.alpha),
+                fit_intercept=self.fit_intercept,
+                tol=float(self.tol),
+                max_iter=self.max_iter,
+                log=log,
+            )
+            self.n_iter_ = n_iter
+            self.relative_residual_ = residual
+            dtype = Z.dtype
+        self._log(f"fit done ({solver}), elapsed {time.perf_counter() - t0:.1f} s")
+        return coef.astype(dtype, copy=False), intercept.astype(dtype)
+
+    def _chunks(self, n_rows, n_features, itemsize):
+        step = self.chunk_size or _default_chunk_rows(n_features, itemsize)
+        for start in range(0, n_rows, step):
+            yield start, min(start + step, n_rows)
+
+    def _fit_cholesky(self, X, Z, Y, sample_weight, D, streaming, n_threads, t0):
+        N, K = Y.shape
+        acc = None
+        itemsize = 4 if X.dtype == np.float32 else 8
+        chunks = list(self._chunks(N, D, itemsize))
+        for i, (s, e) in enumerate(chunks):
+            if streaming:
+                Zb = self.features_.transform(X[s:e])
+                owned = True
+            else:
+                Zb = Z[s:e]
+                owned = False
+            if sp.issparse(Zb):
+                Zb = Zb.toarray()
+                owned = True
+            if acc is None:
+                acc = GramAccumulator(D, K, Zb.dtype, self.fit_intercept, n_threads)
+            acc.add(Zb, Y[s:e], None if sample_weight is None else sample_weight[s:e], owned=owned)
+            del Zb
+            if self.verbose and (i + 1 == len(chunks) or (i + 1) % max(1, len(chunks) // 20) == 0):
+                self._log(f"Gram: {i + 1}/{len(chunks)} chunks ({e} rows), elapsed {time.perf_counter() - t0:.1f} s")
+        sol = cholesky_ridge(acc, float(self.alpha), N, n_threads)
+        sol.dtype = acc.dtype
+        return sol
+
+    # ------------------------------------------------------------ prediction
+    def _features_chunks(self, X):
+        """Yield (start, stop, Z block) for the rows of validated X."""
+        if self.features is None or not hasattr(self, "features_"):
+            yield 0, X.shape[0], X
+            return
+        D = int(self.features_.n_features_out_)
+        itemsize = 4 if X.dtype == np.float32 else 8
+        for s, e in self._chunks(X.shape[0], D, itemsize):
+            yield s, e, self.features_.transform(X[s:e])
+
+    def _decision(self, X):
+        check_is_fitted(self, "coef_")
+        X = validate_data(self, X, reset=False, accept_sparse="csr", dtype=[np.float64, np.float32])
+        coef = self.coef_.reshape(-1, self.coef_.shape[-1])
+        K = coef.shape[0]
+        out = np.empty((X.shape[0], K), dtype=coef.dtype)
+        for s, e, Zb in self._features_chunks(X):
+            out[s:e] = Zb @ coef.T.astype(Zb.dtype, copy=False)
+        out += np.asarray(self.intercept_, dtype=out.dtype).reshape(1, K)
+        return X, out
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+
+def _validate_Xy(est, X, y, sample_weight):
+    X, y = validate_data(
+        est,
+        X,
+        y,
+        reset=True,
+        accept_sparse="csr",
+        dtype=[np.float64, np.float32],
+        multi_output=True,
+        y_numeric=isinstance(est, RegressorMixin),
+    )
+    if sp.issparse(X) and not X.has_canonical_format:
+        X = X.copy()
+        X.sum_duplicates()
+    if sample_weight is not None:
+        sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64)
+        if np.any(sample_weight < 0):
+            raise ValueError("sample_weight must be non-negative")
+    return X, y, sample_weight
+
+
+class Ridge(RegressorMixin, _BaseRidge):
+    """Ridge regression on features, solved by Cholesky or conjugate gradient.
+
+    Minimises ``Σ_i w_i (z_iᵀβ + b − y_i)² + alpha·‖β‖²`` where z_i is the
+    i-th row of X, or of ``features.transform(X)`` when ``features`` is
+    given.  The intercept b is not penalised.
+
+    Parameters
+    ----------
+    alpha : float, default=1.0
+        Regularisation strength, >= 0.
+    features : randfeat feature map or None, default=None
+        E.g. ``RandomFourierFeatures(5000)``.  It is cloned and fitted on X
+        in ``fit`` (attribute ``features_``); X is then transformed a chunk
+        of rows at a time, so the full feature matrix is never held when the
+        features are dense (their Gram matrix is accumulated chunk by
+        chunk).  Sparse features (binning) are materialised as CSR and
+        solved by CG.  None: X itself is the feature matrix.
+    solver : {"auto", "cholesky", "cg"}, default="auto"
+        ``"cholesky"``: Gram matrix by syrk + Cholesky (dense Z; sparse Z is
+        densified a chunk at a time).  ``"cg"``: Jacobi-preconditioned
+        conjugate gradient, never forming ZᵀZ.  ``"auto"``: Cholesky for
+        dense Z with at most 10000 columns, CG otherwise and for all sparse
+        Z.  The choice made is in ``solver_``.
+    fit_intercept : bool, default=True
+        Fit an unpenalised intercept (Z is centred implicitly: a sparse Z
+        stays sparse).
+    tol : float, default=1e-6
+        CG stops a target when ‖r‖ <= tol·‖Zᵀy‖ on the normal equations.
+        For float32 data, a tol below ~1e-6 may not be reachable.
+    max_iter : int or None, default=None
+        CG iteration limit; None means 10·D, clipped to [100, 10000].
+        A ``ConvergenceWarning`` names the residual reached if it is hit.
+    chunk_size : int or None, default=None
+        Rows per chunk for the Gram accumulation and for transforming with
+        ``features``.  None: as many rows as fit in 64 MiB of features.
+    verbose : int, default=0
+        If > 0, print progress (chunks, CG iterations and residuals,
+        elapsed time) on stderr.
+    n_jobs : int or None, default=None
+        Threads for the sparse kernels and BLAS (None or -1: all cores).
+        Results do not depend on it.
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_features_out,) or (n_targets, n_features_out)
+        Weights on the features (on X's columns when ``features`` is None).
+    intercept_ : float or ndarray of shape (n_targets,)
+    n_iter_ : ndarray of shape (n_targets,) or None
+        CG iterations per target; None for Cholesky.
+    relative_residual_ : ndarray of shape (n_targets,) or None
+        CG relative residual reached per target; None for Cholesky.
+    solver_ : str
+        Solver used ("cholesky" or "cg").
+    noise_variance_ : float, ndarray of shape (n_targets,), or None
+        Estimated noise variance σ² = Σ w r² / (N − dof) with effective
+        degrees of freedom dof = tr(Z_c (Z_cᵀWZ_c + αI)⁻¹ Z_cᵀ W) (+1 for
+        the intercept).  Cholesky only (None for CG).
+    features_ : feature map
+        The fitted clone of ``features`` (only when ``features`` is given).
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        Only when X has string column names.
+
+    Notes
+    -----
+    Bayesian reading: the coefficients are the posterior mean of Bayesian
+    linear regression in feature space with prior β ~ N(0, σ²/α·I) and noise
+    variance σ²; ``predict(X, return_std=True)`` returns its posterior
+    predictive standard deviation.  With random Fourier features this is the
+    Gaussian process with kernel (σ²/α)·k.
+
+    Precision: float32 data gives float32 features, coefficients and
+    predictions.  CG iterates are float32 with products and inner products
+    accumulated in float64; the Cholesky path multiplies float32 chunks in
+    float32 but sums them, factorises and solves in float64.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from randfeat import Ridge
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.standard_normal((100, 3)); y = X @ [1.0, 2.0, 3.0]
+    >>> Ridge(alpha=1e-3).fit(X, y).coef_.round(2)
+    array([1., 2., 3.])
+    """
+
+    def fit(self, X, y, sample_weight=None):
+        """Fit the model.
+
+        Parameters
+        ----------
+        X : {array-like, CSR matrix} of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,) or (n_samples, n_targets)
+        sample_weight : array-like of shape (n_samples,), optional
+            Non-negative weights (w_i in the objective).
+
+        Returns
+        -------
+        self : Ridge
+        """
+        self._check_params()
+        X, y, sample_weight = _validate_Xy(self, X, y, sample_weight)
+        Y = np.asarray(y, dtype=np.float64)
+        single = Y.ndim == 1
+        Y = Y.reshape(Y.shape[0], -1)
+        coef, intercept = self._fit_targets(X, Y, sample_weight)
+        if single:
+            self.coef_ = coef[0]
+            self.intercept_ = intercept[0]
+            if self._factor is not None:
+                self.noise_variance_ = float(self._factor.noise_variance[0])
+        else:
+            self.coef_ = coef
+            self.intercept_ = intercept
+            if self._factor is not None:
+                self.noise_variance_ = self._factor.noise_variance.copy()
+        return self
+
+    def predict(self, X, return_std=False):
+        """Predict with the fitted model.
+
+        Parameters
+        ----------
+        X : {array-like, CSR matrix} of shape (n_samples, n_features)
+        return_std : bool, default=False
+            Also return the posterior predictive standard deviation of the
+            latent function f(x) = z(x)ᵀβ + b (Bayesian reading in the class
+            notes), **without** the noise term: like
+            ``GaussianProcessRegressor`` with the noise given as its
+            ``alpha``.  Add ``noise_variance_`` to its square for the
+            predictive std of a new observation.  With an intercept, b has
+            a flat prior, which adds σ²/Σw to the variance.  Needs the
+            Cholesky factor (``solver_ == "cholesky"``); with several
+            targets the factor is shared and the std has one column per
+            target (σ² is estimated per target).
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,) or (n_samples, n_targets)
+        y_std : ndarray, same shape as y_pred
+            Only when ``return_std`` is True.
+        """
+        if return_std:
+            check_is_fitted(self, "coef_")
+            if self._factor is None:
+                raise ValueError(
+                    f"return_std=True needs the Cholesky factor, but this model was fitted with "
+                    f"solver_={self.solver_!r}. Fit with solver='cholesky' (dense features) to get "
+                    f"predictive standard deviations."
+                )
+        X, out = self._decision(X)
+        if self.coef_.ndim == 1:
+            out = out[:, 0]
+        if not return_std:
+            return out
+        return out, self._predictive_std(X, out.shape)
+
+    def _predictive_std(self, X, shape):
+        sol = self._factor
+        c, lower = sol.factor
+        sigma2 = np.asarray(sol.noise_variance, dtype=np.float64)
+        q = np.empty(X.shape[0])
+        for s, e, Zb in self._features_chunks(X):
+            Zb = Zb.toarray() if sp.issparse(Zb) else np.asarray(Zb)
+            V = Zb.astype(np.float64)
+            if sol.mu is not None:
+                V = V - sol.mu
+            # (z−μ)ᵀ A⁻¹ (z−μ) = ‖L⁻¹(z−μ)‖²
+            L_inv_v = scipy.linalg.solve_triangular(c, V.T, lower=lower, trans="N" if lower else "T", check_finite=False)
+            q[s:e] = np.einsum("ij,ij->j", L_inv_v, L_inv_v)
+        if sol.mu is not None:
+            q += 1.0 / sol.sw
+        var = q[:, None] * sigma2[None, :]
+        std = np.sqrt(np.maximum(var, 0.0)).astype(self.coef_.dtype)
+        return std[:, 0] if len(shape) == 1 else std.reshape(shape)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True
+        return tags
+
+
+class RidgeClassifier(ClassifierMixin, _BaseRidge):
+    """Classifier by ridge regression on ±1 targets (one-vs-rest), on features.
+
+    Each class gets a target column of +1 (its samples) and −1 (the
+    others); all columns are solved together (one CG pass over Z per
+    iteration serves every class, or one shared Cholesky factor).  Binary
+    problems use a single column.  This is the least-squares classifier of
+    Rahimi & Recht's "Fourier+LS" / "Binning+LS".
+
+    Parameters
+    ----------
+    alpha, features, solver, fit_intercept, tol, max_iter, chunk_size, verbose, n_jobs
+        As in :class:`randfeat.Ridge`.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+    coef_ : ndarray of shape (1, n_features_out) or (n_classes, n_features_out)
+    intercept_ : ndarray of shape (1,) or (n_classes,)
+    n_iter_ : ndarray or None
+        CG iterations per target column; None for Cholesky.
+    relative_residual_ : ndarray or None
+    solver_ : str
+    features_ : feature map (only when ``features`` is given)
+    n_features_in_ : int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from randfeat import RidgeClassifier
+    >>> X = np.array([[0.0], [1.0], [2.0], [3.0]]); y = [0, 0, 1, 1]
+    >>> RidgeClassifier(alpha=1e-3).fit(X, y).predict([[0.2], [2.8]])
+    array([0, 1])
+    """
+
+    def fit(self, X, y, sample_weight=None):
+        """Fit one-vs-rest ridge regressions on ±1 targets.
+
+        Parameters
+        ----------
+        X : {array-like, CSR matrix} of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,) (or a label indicator matrix)
+        sample_weight : array-like of shape (n_samples,), optional
+
+        Returns
+        -------
+        self : RidgeClassifier
+        """
+        self._check_params()
+        X, y, sample_weight = _validate_Xy(self, X, y, sample_weight)
+        check_classification_targets(y)
+        self._label_binarizer = LabelBinarizer(pos_label=1, neg_label=-1)
+        Y = self._label_binarizer.fit_transform(y)
+        self.classes_ = self._label_binarizer.classes_
+        if len(self.classes_) < 2:
+            raise ValueError(
+                f"RidgeClassifier needs samples of at least 2 classes in the data, "
+                f"but the data contains only one class: {self.classes_[0]!r}"
+            )
+        Y = np.asarray(Y, dtype=np.float64)
+        coef, intercept = self._fit_targets(X, Y, sample_weight)
+        self.coef_ = coef
+        self.intercept_ = intercept
+        return self
+
+    def decision_function(self, X):
+        """Return the ±1-regression scores, shape (n_samples,) for binary, else (n_samples, n_classes)."""
+        _, out = self._decision(X)
+        return out[:, 0] if out.shape[1] == 1 else out
+
+    def predict(self, X):
+        """Return the class with the highest score (binary: score > 0)."""
+        scores = self.decision_function(X)
+        if self._label_binarizer.y_type_.startswith("multilabel"):
+            return self._label_binarizer.inverse_transform(np.where(scores > 0, 1, -1))
+        if scores.ndim == 1:
+            return self.classes_[(scores > 0).astype(int)]
+        return self.classes_[np.argmax(scores, axis=1)]
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_label = True
+        return tags

@@ -1,0 +1,20 @@
+import numpy as np
+from numpy.typing import NDArray
+
+def csr_matmat(
+    indptr: NDArray[np.int32] | NDArray[np.int64],
+    indices: NDArray[np.int32] | NDArray[np.int64],
+    data: NDArray[np.float32] | NDArray[np.float64],
+    B: NDArray[np.float32] | NDArray[np.float64],
+    out: NDArray[np.float32] | NDArray[np.float64],
+    n_threads: int,
+) -> None: ...
+
+def csr_row_weighted_sq_sums(
+    indptr: NDArray[np.int32] | NDArray[np.int64],
+    indices: NDArray[np.int32] | NDArray[np.int64],
+    data: NDArray[np.float32] | NDArray[np.float64],
+    w: NDArray[np.float64],
+    out: NDArray[np.float64],
+    n_threads: int,
+) -> None: ...

