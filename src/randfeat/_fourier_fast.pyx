@@ -147,8 +147,11 @@ cdef void _csr_tile(const floating *data, const index_t *indices, const index_t 
 @cython.boundscheck(False)
 @cython.wraparound(False)
 def fourier_dense(const floating[:, :] X, const floating[:, ::1] W, const floating[::1] b,
-                  floating[:, ::1] out, bint cossin, double scale, int n_threads):
+                  floating[:, ::1] out, bint cossin, double scale, int n_threads,
+                  Py_ssize_t tile_rows=0, Py_ssize_t col_block=0):
     """out <- scale * [cos(XW), sin(XW)] (cossin) or scale * cos(XW + b), in place.
+
+    ``tile_rows``, ``col_block``: override ``tile_shape`` (for tuning only).
 
     X must have one unit stride (C-ordered rows or Fortran-ordered columns,
     possibly with a larger leading dimension); ``b`` is ignored for cossin.
@@ -170,7 +173,10 @@ def fourier_dense(const floating[:, :] X, const floating[:, ::1] W, const floati
     if not cossin and b.shape[0] != n_freq:
         raise ValueError("b must have one phase per frequency")
     rows, cols = tile_shape(n_freq, item, cossin)
-    cdef Py_ssize_t tile_rows = rows, col_block = cols
+    if tile_rows <= 0:
+        tile_rows = rows
+    if col_block <= 0:
+        col_block = cols
     cdef Py_ssize_t n_tiles = (N + tile_rows - 1) // tile_rows
     cdef Py_ssize_t t, r0
     cdef floating fscale = <floating>scale
