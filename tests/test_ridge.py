@@ -427,3 +427,24 @@ def test_singular_system_with_zero_alpha_is_a_clear_error():
     X = np.ones((10, 3))
     with pytest.raises(np.linalg.LinAlgError, match="alpha > 0"):
         Ridge(alpha=0.0, solver="cholesky", fit_intercept=False).fit(np.column_stack([X, X]), np.arange(10.0))
+
+
+# -------------------------------------------------------------------- bench
+def test_bench_tiny_runs(tmp_path):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    out = subprocess.run(
+        [sys.executable, str(repo / "bench" / "ridge.py"), "--tiny", "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, PYTHONPATH=os.pathsep.join([str(repo / "src"), os.environ.get("PYTHONPATH", "")])),
+        timeout=600,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    text = (tmp_path / "ridge.md").read_text()
+    assert "CG binning" in text and "dense Cholesky" in text and "streaming" in text
+    assert (tmp_path / "ridge.csv").exists()
