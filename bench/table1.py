@@ -26,6 +26,10 @@ Protocol (every method alike)
   clock; peak memory: increase of the process RSS during the fit) and scored
   on the test split: % misclassified, or for regression the normalised RMSE
   (RMSE / standard deviation of the test targets, in %).
+* Threads (``--threads``): randfeat's ``n_jobs`` and the BLAS pool of the
+  scikit-learn baselines get the same count: all cores for the full run, one
+  for ``--quick``/``--tiny`` (steady timings on a shared machine; pass
+  ``--threads -1`` for all cores).
 * Memory caps (``--mem-budget-gb``): a method that materialises the N × D
   feature matrix in float64 (scikit-learn's RBFSampler/Nystroem pipelines)
   is trained on the first rows that fit the budget, and the table says so;
@@ -68,7 +72,8 @@ from _harness import (  # noqa: E402
 # Rahimi & Recht, "Random Features for Large-Scale Kernel Machines", NIPS
 # 2007, Table 1 (their data, their 2007 machine): error, training time, and
 # the D / P used or the exact solver.  Census error is the paper's own
-# regression error measure, not our normalised RMSE.
+# regression error measure, not our normalised RMSE.  Transcribed from the
+# published paper; check against it before quoting elsewhere.
 PAPER_TABLE1 = {
     "census": {"Fourier+LS": "5%, 36 s (D=500)", "Binning+LS": "7.5%, 19 min (P=30)",
                "CVM": "8.8%, 7.5 min", "Exact SVM": "9%, 13 min (SVMTorch)"},
@@ -86,14 +91,14 @@ PAPER_NOTE = (
 
 # ---------------------------------------------------------------- profiles
 PROFILES = {
-    "full": dict(sizes={}, d_small=500, d_large=5000, grids=(30, 50), sel_rows=20000, val_rows=5000,
-                 gamma_mults=(0.25, 1.0, 4.0, 16.0), lambdas=(1e-6, 1e-4, 1e-2), exact_budget_s=900.0),
-    "quick": dict(sizes={"census": 8000, "adult": 10000, "forest": 50000}, d_small=500, d_large=2000,
-                  grids=(30, 50), sel_rows=2000, val_rows=2000,
-                  gamma_mults=(0.5, 2.0, 8.0), lambdas=(1e-5, 1e-3), exact_budget_s=15.0),
+    "full": dict(sizes={}, d_small=500, d_large=5000, grids=(30, 50), sel_rows=8000, val_rows=4000,
+                 gamma_mults=(0.5, 2.0, 8.0), lambdas=(1e-5, 1e-4, 1e-3), exact_budget_s=600.0, threads=None),
+    "quick": dict(sizes={"census": 6000, "adult": 8000, "forest": 30000}, d_small=500, d_large=2000,
+                  grids=(30, 50), sel_rows=1000, val_rows=1000,
+                  gamma_mults=(0.5, 2.0, 8.0), lambdas=(1e-5, 1e-3), exact_budget_s=10.0, threads=1),
     "tiny": dict(sizes={"census": 500, "adult": 600, "forest": 1500}, d_small=48, d_large=96,
                  grids=(4, 8), sel_rows=300, val_rows=200,
-                 gamma_mults=(1.0, 4.0), lambdas=(1e-4, 1e-2), exact_budget_s=2.0),
+                 gamma_mults=(1.0, 4.0), lambdas=(1e-4, 1e-2), exact_budget_s=2.0, threads=1),
 }
 SVC_CS = (1.0, 10.0, 100.0)
 PREDICT_CHUNK = 20000  # rows per predict call: bounds the memory of dense-feature pipelines
@@ -670,7 +675,8 @@ def parse_args(argv):
     p.add_argument("--list-methods", action="store_true")
     p.add_argument("-D", "--D", type=int, help="Fourier / Nystroem dimension (default: the paper's)")
     p.add_argument("--threads", type=int, default=None,
-                   help="threads for every method: randfeat n_jobs and the BLAS pool (default: all cores)")
+                   help="threads for every method: randfeat n_jobs and the BLAS pool; -1 = all cores "
+                        "(default: all cores for the full run, 1 for --quick/--tiny)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--repeats", type=int, default=1, help="timed fits per method (median reported), alternating")
     p.add_argument("--mem-budget-gb", type=float, default=6.0,
@@ -683,6 +689,8 @@ def parse_args(argv):
         p.error("--test-data needs --data")
     if args.repeats < 1:
         p.error("--repeats must be >= 1")
+    if args.threads is not None and args.threads == 0 or (args.threads or 0) < -1:
+        p.error("--threads must be a positive count or -1 (all cores)")
     return args
 
 
@@ -705,7 +713,7 @@ def main(argv=None):
         methods = [m for m in methods if m.key in wanted]
     meta = {"profile": profile_name, "argv": " ".join(sys.argv[1:] if argv is None else argv),
             "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "machine": machine_info(), "grids": profile["grids"],
-            "settings": {k: v for k, v in profile.items() if k != "sizes"}, "mem_budget_gb": args.mem_budget_gb,
+            "settings": {k: v for k, v in profile.items() if k != "sizes"}, "sizes": profile["sizes"], "mem_budget_gb": args.mem_budget_gb,
             "repeats": args.repeats, "seed": args.seed}
     t0 = time.perf_counter()
     if args.data:
@@ -722,9 +730,14 @@ def main(argv=None):
     from threadpoolctl import threadpool_limits
 
     global N_JOBS
-    N_JOBS = args.threads
-    limiter = threadpool_limits(limits=args.threads)  # None: no limit
-    meta["threads"] = args.threads or "all"
+    threads = profile["threads"] if args.threads is None else args.threads
+    threads = None if threads is not None and threads < 0 else threads
+    N_JOBS = threads
+    limiter = threadpool_limits(limits=threads)  # None: no limit
+    meta["threads"] = threads or "all"
+    if threads is None and os.getloadavg()[0] > (os.cpu_count() or 1):
+        progress(f"warning: load average {os.getloadavg()[0]:.1f} exceeds {os.cpu_count()} cores; multi-threaded "
+                 "timings will be inflated and noisy (--threads 1 is steadier on a shared machine)")
     for task in tasks:
         progress(f"{task.name}: {task.n_train} training rows, {task.X_train.shape[1]} features, D={task.D}")
         results.append(run_task(task, methods, profile, args))
