@@ -448,3 +448,42 @@ def test_bench_tiny_runs(tmp_path):
     text = (tmp_path / "ridge.md").read_text()
     assert "CG binning" in text and "dense Cholesky" in text and "streaming" in text
     assert (tmp_path / "ridge.csv").exists()
+
+
+# ------------------------------------------------------- CG vector kernels
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("centred", [True, False])
+def test_cg_fast_kernels_match_numpy(dtype, centred):
+    from randfeat._cg_fast import finish_apply, n_blocks, update_p, update_xr
+
+    rng = np.random.default_rng(22)
+    D, K = 9000, 3  # three row blocks, the last one partial
+    P, Q, X, R = (rng.standard_normal((D, K)).astype(dtype) for _ in range(4))
+    mu = rng.standard_normal(D) if centred else np.zeros(0)
+    s, step, beta = rng.standard_normal(K), rng.standard_normal(K), rng.standard_normal(K)
+    inv_diag = rng.uniform(0.5, 2, D)
+    nb = n_blocks(D)
+    rtol = 1e-12 if dtype == np.float64 else 2e-6
+    P64, Q64, X64, R64 = (a.astype(np.float64) for a in (P, Q, X, R))
+
+    ppq = np.empty((nb, K))
+    finish_apply(Q, P, mu, s, 0.3, ppq, 2)
+    Q_ref = Q64 + 0.3 * P64 - (np.outer(mu, s) if centred else 0)
+    np.testing.assert_allclose(Q, Q_ref, rtol=rtol, atol=rtol)
+    np.testing.assert_allclose(ppq.sum(0), (P64 * Q.astype(np.float64)).sum(0), rtol=1e-10)
+
+    Zr = np.empty_like(R)
+    prr, prz = np.empty((nb, K)), np.empty((nb, K))
+    Qd = Q.astype(np.float64)
+    update_xr(X, R, Zr, P, Q, step, inv_diag, prr, prz, 2)
+    np.testing.assert_allclose(X, X64 + step * P64, rtol=rtol, atol=rtol)
+    np.testing.assert_allclose(R, R64 - step * Qd, rtol=rtol, atol=rtol)
+    np.testing.assert_allclose(Zr, R.astype(np.float64) * inv_diag[:, None], rtol=rtol, atol=rtol)
+    np.testing.assert_allclose(prr.sum(0), (R.astype(np.float64) ** 2).sum(0), rtol=1e-10)
+    np.testing.assert_allclose(prz.sum(0), (R.astype(np.float64) * Zr).sum(0), rtol=1e-10)
+
+    keep = np.array([1.0, 0.0, 1.0])
+    expected = keep * (Zr.astype(np.float64) + beta * P64)
+    update_p(P, Zr, beta, keep, 2)
+    np.testing.assert_allclose(P, expected, rtol=rtol, atol=rtol)
+    assert np.all(P[:, 1] == 0)
