@@ -13,7 +13,8 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import randfeat._ridge as ridge_mod
 from randfeat import RandomBinningFeatures, RandomFourierFeatures, Ridge, RidgeClassifier
-from randfeat._sparse_fast import csr_matmat, csr_row_weighted_sq_sums
+from randfeat._linops import SparseProducts
+from randfeat._sparse_fast import csr_matmat, csr_normal_matmat, csr_row_weighted_sq_sums, sum_blocks
 
 
 # --------------------------------------------------------------------------
@@ -84,6 +85,41 @@ def test_weighted_sq_sums_matches_numpy(dtype):
     np.testing.assert_allclose(out, (A.toarray().astype(np.float64) ** 2) @ w, rtol=1e-12)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+@pytest.mark.parametrize("K", [1, 5, 9])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_fused_normal_product_matches_scipy(dtype, index_dtype, K, weighted):
+    rng = np.random.default_rng(23)
+    A = sp.random(301, 57, density=0.1, format="csr", random_state=5, dtype=np.float64).astype(dtype)
+    P = rng.standard_normal((57, K)).astype(dtype)
+    mup = rng.standard_normal(K)
+    w = rng.uniform(0.5, 2, 301) if weighted else np.zeros(0)
+    nb = 3
+    partial, usum = np.empty((nb, 57, K)), np.empty((nb, K))
+    csr_normal_matmat(A.indptr.astype(index_dtype), A.indices.astype(index_dtype), A.data, P, mup, w, partial, usum, 2)
+    out = np.empty((57, K), dtype=dtype)
+    sum_blocks(partial, out, 2)
+    A64, P64 = A.astype(np.float64), P.astype(np.float64)
+    V = (A64 @ P64 - mup) * (w[:, None] if weighted else 1.0)
+    rtol = 1e-12 if dtype == np.float64 else 1e-5
+    np.testing.assert_allclose(out, A64.T @ V, rtol=rtol, atol=rtol)
+    np.testing.assert_allclose(usum.sum(axis=0), V.sum(axis=0), rtol=1e-12, atol=1e-12)
+    # Each block holds exactly its own rows' contribution.
+    step = -(-301 // nb)
+    np.testing.assert_allclose(partial[1], A64[step : 2 * step].T @ V[step : 2 * step], rtol=1e-10, atol=1e-12)
+
+
+def test_fused_and_two_pass_cg_agree(monkeypatch):
+    X, y = make_data(n=500, d=40, k=1, sparse=True, seed=24)
+    fused = Ridge(solver="cg", tol=1e-10).fit(X, y)
+    assert SparseProducts(X, 1).n_blocks(1) >= 2
+    monkeypatch.setattr(SparseProducts, "FUSED_BUFFER_BYTES", 0)
+    assert SparseProducts(X, 1).n_blocks(1) == 0
+    two_pass = Ridge(solver="cg", tol=1e-10).fit(X, y)
+    np.testing.assert_allclose(fused.coef_, two_pass.coef_, rtol=1e-7, atol=1e-9)
+
+
 @pytest.mark.parametrize("K", [1, 7])
 def test_kernel_bitwise_equal_for_any_thread_count(K):
     A = sp.random(5000, 800, density=0.02, format="csr", random_state=4)
@@ -142,7 +178,12 @@ def test_cg_targets_stop_independently():
 
 @pytest.mark.parametrize("sparse", [True, False])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_cg_bitwise_equal_for_any_n_jobs(sparse, dtype):
+@pytest.mark.parametrize("fused", [True, False])
+def test_cg_bitwise_equal_for_any_n_jobs(sparse, dtype, fused, monkeypatch):
+    if not fused:
+        monkeypatch.setattr(SparseProducts, "FUSED_BUFFER_BYTES", 0)
+    # Enough nonzeros that the sparse kernels really use two threads.
+    monkeypatch.setattr(SparseProducts, "_MIN_NNZ_PER_THREAD", 1000)
     X, y = make_data(n=2000, d=60, k=3, dtype=dtype, sparse=sparse, seed=6)
     w = np.random.default_rng(7).uniform(0.5, 2, 2000)
     fits = [Ridge(solver="cg", tol=1e-10, n_jobs=j).fit(X, y, sample_weight=w) for j in (1, 2)]

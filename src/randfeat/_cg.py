@@ -96,21 +96,29 @@ def cg_ridge(ops, Y, sample_weight, alpha, *, fit_intercept, tol, max_iter, log=
     part_rr = np.zeros((nb, K))
     part_rz = np.zeros((nb, K))
 
+    fused = ops.n_blocks(K) > 0
+
     def apply_A(P):
         """Return (A P, pᵀAp per column) for A = Z_cᵀ W Z_c + αI."""
-        U = ops.dot(P)
-        if mu is not None:
-            U -= np.einsum("j,jk->k", mu, P).astype(dtype)
-        if w_col is not None:
-            U *= w_col
-        s = U.sum(axis=0, dtype=np.float64) if mu is not None else np.zeros(K)
-        Q = ops.tdot(U)
+        mup = np.einsum("j,jk->k", mu, P) if mu is not None else np.zeros(K)
+        if fused:
+            Q, s = ops.normal(P, mup, w)
+        else:
+            U = ops.dot(P)
+            if mu is not None:
+                U -= mup.astype(dtype)
+            if w_col is not None:
+                U *= w_col
+            s = U.sum(axis=0, dtype=np.float64)
+            Q = ops.tdot(U)
+        if mu is None:
+            s = np.zeros(K)
         finish_apply(Q, P, mu_arg, s, float(alpha), part_pq, vec_threads)
         return Q, part_pq.sum(axis=0)
 
     U0 = Yc if w is None else Yc * w[:, None]
     U0 = np.ascontiguousarray(U0, dtype=dtype)
-    B = ops.tdot(U0)
+    B = ops.tdot_once(U0)
     if mu is not None:
         B -= np.outer(mu, U0.sum(axis=0, dtype=np.float64)).astype(dtype)
 
