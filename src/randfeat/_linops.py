@@ -43,11 +43,11 @@ class SparseProducts:
     * fused (``normal``): one pass over the CSR computing Z P row by row and
       scattering z_i v_i into ``n_blocks`` fixed row-block buffers (D × K
       doubles each) that are then summed in block order.  Z is read once
-      per iteration and no CSC copy exists.  Used when 2..8 block buffers
-      fit in ``FUSED_BUFFER_BYTES``.
+      per iteration and no CSC copy exists.  Used for one target (K = 1)
+      when 2..4 block buffers fit in ``FUSED_BUFFER_BYTES``.
     * two passes (``dot`` then ``tdot``): Z P row-parallel over the CSR, Zᵀ U
-      row-parallel over a CSC copy of Z (made on first use).  Used when D·K
-      is too large for the block buffers.
+      row-parallel over a CSC copy of Z (made on first use).  Used for K > 1
+      and when D is too large for the block buffers.
 
     Measured on the 522000-row, 26M-nonzero binning matrix (bench/ridge.py
     data, a loaded machine, medians of 3): one target, fused 0.96-1.04 s
