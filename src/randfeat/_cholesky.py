@@ -20,7 +20,8 @@ features with a small alpha is too ill-conditioned for a float32 Cholesky.
 import numpy as np
 import scipy.linalg
 from scipy.linalg.blas import get_blas_funcs
-from threadpoolctl import threadpool_limits
+
+from ._linops import blas_threads
 
 
 class GramAccumulator:
@@ -99,7 +100,9 @@ class GramAccumulator:
         else:
             Ysw = Ys
         Zs = np.ascontiguousarray(Zs)
-        with threadpool_limits(limits=self.n_threads, user_api="blas"):
+        with blas_threads(self.n_threads):
+            # OpenBLAS syrk splits its output among threads (not the summed
+            # dimension), so it is deterministic for any thread count.
             # A C-ordered (n × D) chunk is an F-ordered (D × n) matrix Zsᵀ:
             # syrk with trans=0 gives Zsᵀ Zs (lower triangle) without a copy.
             if self._G_chunk is None:
@@ -107,6 +110,9 @@ class GramAccumulator:
             else:
                 self._syrk(1.0, Zs.T, beta=0.0, c=self._G_chunk, trans=0, lower=1, overwrite_c=1)
                 self.G += self._G_chunk  # float64 accumulation across chunks
+        with blas_threads(1):
+            # A thin gemm (K columns) is split along the summed dimension by
+            # threaded OpenBLAS (thread-count dependent result): keep it serial.
             self.ZTy += (Zs.T @ Ysw.astype(self.dtype)).astype(np.float64)
         self.n_rows += n
 
@@ -146,12 +152,15 @@ class CholeskyRidgeSolution:
     """
 
 
-def cholesky_ridge(acc, alpha, n_samples, n_threads):
+def cholesky_ridge(acc, alpha, n_samples):
     """Solve ridge from a filled ``GramAccumulator``; return a CholeskyRidgeSolution."""
     G, b, mu, ybar, yy, sw = acc.finalize()
     D = G.shape[0]
     G[np.diag_indices(D)] += alpha
-    with threadpool_limits(limits=n_threads, user_api="blas"):
+    # Factor and solves on one BLAS thread: threaded potrf/potrs give results
+    # that depend on the thread count.  They cost O(D³) against the Gram's
+    # O(N·D²), small when N >> D.
+    with blas_threads(1):
         try:
             c, low = scipy.linalg.cho_factor(G, lower=True, overwrite_a=True, check_finite=False)
         except np.linalg.LinAlgError as exc:
@@ -160,15 +169,16 @@ def cholesky_ridge(acc, alpha, n_samples, n_threads):
                 f"({exc}); use alpha > 0."
             ) from exc
         W = scipy.linalg.cho_solve((c, low), b, check_finite=False)  # (D, K)
-        # tr(A⁻¹) = ‖L⁻¹‖_F², by triangular solves on blocks of the identity
-        # (memory D × 512 instead of a second D × D matrix).
+        # tr(A⁻¹) = ‖L⁻¹‖_F² (lower triangle of trtri's output; the upper
+        # part holds a copy of the input's, ignored).  D³/3 flops, like potrf.
+        L_inv, info = scipy.linalg.lapack.get_lapack_funcs("trtri", (c,))(c, lower=1)
+        if info != 0:
+            raise np.linalg.LinAlgError(f"trtri failed with info={info}")
         tr_inv = 0.0
-        for s in range(0, D, 512):
-            e = min(s + 512, D)
-            E = np.zeros((D, e - s))
-            E[np.arange(s, e), np.arange(e - s)] = 1.0
-            Li = scipy.linalg.solve_triangular(c, E, lower=True, check_finite=False)
-            tr_inv += float(np.einsum("ij,ij->", Li, Li))
+        for s in range(0, D, 256):
+            e = min(s + 256, D)
+            tr_inv += float(np.sum(np.tril(L_inv[s:e, :e], k=s) ** 2))
+        del L_inv
     sol = CholeskyRidgeSolution()
     sol.coef = np.ascontiguousarray(W.T)
     sol.intercept = ybar - (mu @ W if mu is not None else 0.0)

@@ -6,15 +6,18 @@ solver is the same for both storage formats:
 * CSR Z: ``_sparse_fast.csr_matmat`` row-parallel over Z for ``Z @ P`` and
   over a CSC copy of Z (made once, i.e. the CSR arrays of Zᵀ) for
   ``Z.T @ U``.  One output row per thread: bit-identical for any thread count.
-* dense Z: BLAS gemm through NumPy, with BLAS limited to ``n_threads``.
+* dense Z: single-threaded BLAS gemm on fixed row blocks, run by a pool of
+  ``n_threads`` threads, partial products summed in block order.
 
 Centring and sample weights are applied by the solver around these
 products (``_cg.py``), never by modifying Z.
 """
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 import scipy.sparse as sp
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 from ._sparse_fast import csr_matmat, csr_row_weighted_sq_sums
 
@@ -40,10 +43,15 @@ class SparseProducts:
         OpenMP threads for the kernels (does not change results).
     """
 
+    _MIN_NNZ_PER_THREAD = 100_000
+
     def __init__(self, Z, n_threads):
         self.shape = Z.shape
         self.dtype = Z.dtype
-        self.n_threads = n_threads
+        # Small products are not worth waking threads for (on a loaded
+        # machine a parallel region can cost milliseconds); the result does
+        # not depend on the thread count either way.
+        self.n_threads = n_threads if Z.nnz >= self._MIN_NNZ_PER_THREAD * 2 else 1
         self._csr = (*_common_index_dtype(Z), Z.data)
         # Zᵀ as CSR = Z as CSC.  Made once per fit: a column-parallel
         # gather needs no partial sums, so it is deterministic without extra
@@ -72,6 +80,9 @@ class SparseProducts:
         csr_row_weighted_sq_sums(indptr, indices, data, np.ascontiguousarray(w, dtype=np.float64), out, self.n_threads)
         return out
 
+    def close(self):
+        pass
+
     def weighted_col_sums(self, w):
         """Return sum_i w_i Z_ij for each column j, as float64."""
         out = np.empty((self.shape[1], 1), dtype=np.float64)
@@ -81,12 +92,17 @@ class SparseProducts:
 
 
 class DenseProducts:
-    """Z @ P and Z.T @ U for a dense array Z, by BLAS with ``n_threads`` threads.
+    """Z @ P and Z.T @ U for a dense array Z, by single-threaded BLAS on fixed row blocks.
 
-    OpenBLAS splits a gemm over output blocks, not over the summed
-    dimension, so its results do not depend on the thread count.
+    Multithreaded OpenBLAS splits a thin product such as Zᵀ(N × K) along
+    the summed dimension for some shapes, so its result depends on the
+    thread count.  Here the rows of Z are cut into blocks of a fixed size
+    (independent of the thread count); a pool of ``n_threads`` Python
+    threads runs one single-threaded BLAS call per block (NumPy releases
+    the GIL), and the partial products Z_bᵀU_b are summed in block order.
     """
 
+    _BLOCK_ROWS = 8192  # fixed: the result must not depend on n_threads
     _CHUNK_ELEMENTS = 1 << 22  # row chunks for the column statistics
 
     def __init__(self, Z, n_threads):
@@ -94,14 +110,39 @@ class DenseProducts:
         self.shape = Z.shape
         self.dtype = Z.dtype
         self.n_threads = n_threads
+        n = Z.shape[0]
+        self._blocks = [(s, min(s + self._BLOCK_ROWS, n)) for s in range(0, n, self._BLOCK_ROWS)]
+        self._pool = ThreadPoolExecutor(n_threads) if n_threads > 1 and len(self._blocks) > 1 else None
+
+    def _map(self, fn):
+        with blas_threads(1):
+            if self._pool is None:
+                return [fn(b) for b in self._blocks]
+            return list(self._pool.map(fn, self._blocks))
 
     def dot(self, P):
-        with threadpool_limits(limits=self.n_threads, user_api="blas"):
-            return self.Z @ P.astype(self.dtype, copy=False)
+        P = np.ascontiguousarray(P, dtype=self.dtype)
+        out = np.empty((self.shape[0], P.shape[1]), dtype=self.dtype)
+
+        def block(se):
+            s, e = se
+            np.matmul(self.Z[s:e], P, out=out[s:e])
+
+        self._map(block)
+        return out
 
     def tdot(self, U):
-        with threadpool_limits(limits=self.n_threads, user_api="blas"):
-            return self.Z.T @ U.astype(self.dtype, copy=False)
+        U = np.ascontiguousarray(U, dtype=self.dtype)
+        parts = self._map(lambda se: self.Z[se[0] : se[1]].T @ U[se[0] : se[1]])
+        out = parts[0].copy()
+        for p in parts[1:]:
+            out += p
+        return out
+
+    def close(self):
+        if self._pool is not None:
+            self._pool.shutdown()
+            self._pool = None
 
     def _row_chunks(self):
         step = max(1, self._CHUNK_ELEMENTS // max(1, self.shape[1]))
@@ -117,9 +158,22 @@ class DenseProducts:
 
     def weighted_col_sums(self, w):
         out = np.zeros(self.shape[1], dtype=np.float64)
-        for s, e in self._row_chunks():
-            out += w[s:e] @ self.Z[s:e].astype(np.float64)
+        with blas_threads(1):
+            for s, e in self._row_chunks():
+                out += w[s:e] @ self.Z[s:e].astype(np.float64)
         return out
+
+
+_controller = None
+
+
+def blas_threads(n_threads):
+    """Context manager limiting BLAS to ``n_threads`` (one controller, made once:
+    threadpoolctl's library scan costs milliseconds, too much per product)."""
+    global _controller
+    if _controller is None:
+        _controller = ThreadpoolController()
+    return _controller.limit(limits=n_threads, user_api="blas")
 
 
 def make_products(Z, n_threads):

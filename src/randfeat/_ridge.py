@@ -28,12 +28,12 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, clone
 from sklearn.preprocessing import LabelBinarizer
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted, column_or_1d, validate_data
 
 from ._base import RandomFeatureMap
 from ._cg import cg_ridge
 from ._cholesky import GramAccumulator, cholesky_ridge
-from ._linops import make_products
+from ._linops import blas_threads, make_products
 from ._threads import check_n_jobs, effective_n_threads
 from ._validation import check_choice
 
@@ -161,21 +161,26 @@ class _BaseRidge(BaseEstimator):
             sol = self._fit_cholesky(X, Z, Y, sample_weight, D, streaming, n_threads, t0)
             coef, intercept = sol.coef, sol.intercept
             self._factor = sol
-            self.n_iter_ = None
+            # A direct solve counts as one iteration (sklearn's convention
+            # that an estimator with max_iter reports n_iter_ >= 1).
+            self.n_iter_ = np.ones(K, dtype=np.intp)
             self.relative_residual_ = None
             dtype = sol.dtype
         else:
             ops = make_products(Z, n_threads)
-            coef, intercept, n_iter, residual = cg_ridge(
-                ops,
-                Y,
-                sample_weight,
-                float(self.alpha),
-                fit_intercept=self.fit_intercept,
-                tol=float(self.tol),
-                max_iter=self.max_iter,
-                log=log,
-            )
+            try:
+                coef, intercept, n_iter, residual = cg_ridge(
+                    ops,
+                    Y,
+                    sample_weight,
+                    float(self.alpha),
+                    fit_intercept=self.fit_intercept,
+                    tol=float(self.tol),
+                    max_iter=self.max_iter,
+                    log=log,
+                )
+            finally:
+                ops.close()
             self.n_iter_ = n_iter
             self.relative_residual_ = residual
             dtype = Z.dtype
@@ -208,7 +213,7 @@ class _BaseRidge(BaseEstimator):
             del Zb
             if self.verbose and (i + 1 == len(chunks) or (i + 1) % max(1, len(chunks) // 20) == 0):
                 self._log(f"Gram: {i + 1}/{len(chunks)} chunks ({e} rows), elapsed {time.perf_counter() - t0:.1f} s")
-        sol = cholesky_ridge(acc, float(self.alpha), N, n_threads)
+        sol = cholesky_ridge(acc, float(self.alpha), N)
         sol.dtype = acc.dtype
         return sol
 
@@ -254,6 +259,8 @@ def _validate_Xy(est, X, y, sample_weight):
     if sp.issparse(X) and not X.has_canonical_format:
         X = X.copy()
         X.sum_duplicates()
+    if isinstance(est, ClassifierMixin) and y.ndim == 2 and y.shape[1] == 1:
+        y = column_or_1d(y, warn=True)  # a column vector is not a multilabel target
     if sample_weight is not None:
         sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64)
         if np.any(sample_weight < 0):
@@ -309,8 +316,8 @@ class Ridge(RegressorMixin, _BaseRidge):
     coef_ : ndarray of shape (n_features_out,) or (n_targets, n_features_out)
         Weights on the features (on X's columns when ``features`` is None).
     intercept_ : float or ndarray of shape (n_targets,)
-    n_iter_ : ndarray of shape (n_targets,) or None
-        CG iterations per target; None for Cholesky.
+    n_iter_ : ndarray of shape (n_targets,)
+        CG iterations per target; 1 for Cholesky (one direct solve).
     relative_residual_ : ndarray of shape (n_targets,) or None
         CG relative residual reached per target; None for Cholesky.
     solver_ : str
@@ -430,7 +437,8 @@ class Ridge(RegressorMixin, _BaseRidge):
             if sol.mu is not None:
                 V = V - sol.mu
             # (z−μ)ᵀ A⁻¹ (z−μ) = ‖L⁻¹(z−μ)‖²
-            L_inv_v = scipy.linalg.solve_triangular(c, V.T, lower=lower, trans="N" if lower else "T", check_finite=False)
+            with blas_threads(1):  # deterministic, see _cholesky.py
+                L_inv_v = scipy.linalg.solve_triangular(c, V.T, lower=lower, trans="N" if lower else "T", check_finite=False)
             q[s:e] = np.einsum("ij,ij->j", L_inv_v, L_inv_v)
         if sol.mu is not None:
             q += 1.0 / sol.sw
@@ -463,8 +471,8 @@ class RidgeClassifier(ClassifierMixin, _BaseRidge):
     classes_ : ndarray of shape (n_classes,)
     coef_ : ndarray of shape (1, n_features_out) or (n_classes, n_features_out)
     intercept_ : ndarray of shape (1,) or (n_classes,)
-    n_iter_ : ndarray or None
-        CG iterations per target column; None for Cholesky.
+    n_iter_ : ndarray
+        CG iterations per target column; 1 for Cholesky.
     relative_residual_ : ndarray or None
     solver_ : str
     features_ : feature map (only when ``features`` is given)
@@ -510,12 +518,31 @@ class RidgeClassifier(ClassifierMixin, _BaseRidge):
         return self
 
     def decision_function(self, X):
-        """Return the ±1-regression scores, shape (n_samples,) for binary, else (n_samples, n_classes)."""
+        """Return the ±1-regression scores.
+
+        Parameters
+        ----------
+        X : {array-like, CSR matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        scores : ndarray of shape (n_samples,) for two classes, else (n_samples, n_classes)
+            Positive for the class (binary: for ``classes_[1]``).
+        """
         _, out = self._decision(X)
         return out[:, 0] if out.shape[1] == 1 else out
 
     def predict(self, X):
-        """Return the class with the highest score (binary: score > 0)."""
+        """Return the class with the highest score (binary: score > 0).
+
+        Parameters
+        ----------
+        X : {array-like, CSR matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,)
+        """
         scores = self.decision_function(X)
         if self._label_binarizer.y_type_.startswith("multilabel"):
             return self._label_binarizer.inverse_transform(np.where(scores > 0, 1, -1))
