@@ -131,6 +131,7 @@ def plot(path, rows):
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
 
     sweeps = [("N", "N (rows)"), ("D", "D (features)"), ("d", "d (input dims)"), ("threads", "threads")]
     fig, axes = plt.subplots(2, 4, figsize=(17, 7.5))
@@ -154,6 +155,10 @@ def plot(path, rows):
             if sweep != "threads":
                 ax.set_xscale("log")
                 ax.set_yscale("log")
+            xs_all = sorted({r["threads" if sweep == "threads" else sweep] for r in rows if r["sweep"] == sweep})
+            ax.set_xticks(xs_all)
+            ax.set_xticklabels([str(v) for v in xs_all])
+            ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
             ax.set_xlabel(label)
             ax.set_ylabel(ylabel)
             ax.grid(True, which="both", alpha=0.3)

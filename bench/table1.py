@@ -298,6 +298,7 @@ class Method:
     dense_width: Optional[Callable] = None  # materialises N × width float64 features
     exact: Optional[str] = None  # "svc" or "krr": exact kernel machine
     pair_with: Optional[str] = None  # train on the same rows as this (capped) method
+    params_of: Optional[str] = None  # reuse the hyper-parameters chosen for this method (same model)
     grid_c: bool = False  # grid over C (SVM) instead of lambda
 
 
@@ -376,7 +377,7 @@ def build_methods(profile):
                dense_width=lambda t: t.D),
         Method("rf_fourier_paired", "randfeat Fourier+LS, same rows as RBFSampler", _rf_fourier, "rbf",
                lambda t: f"D={t.D}", needs=("RandomFourierFeatures", "Ridge", "RidgeClassifier"),
-               pair_with="sk_rbf_sampler"),
+               pair_with="sk_rbf_sampler", params_of="rf_fourier"),
         Method("sk_nystroem", "sklearn Nystroem+Ridge", _sk_nystroem, "rbf", lambda t: f"D={t.D}",
                dense_width=lambda t: t.D),
         Method("exact", "exact kernel (SVC / KernelRidge)", _exact, "rbf",
@@ -493,12 +494,17 @@ def run_task(task, methods, profile, args):
         cap, why = row_cap(m, task, budget, caps)
         caps[m.key] = (cap, why)
         if m.pair_with and cap is not None:
-            why = f"trained on the first {cap:,} rows, as the capped baseline, for a like-for-like comparison"
-        try:
-            best, tried, n_sel = select(m, task, profile, args.seed)
-        except MemoryError as exc:  # pragma: no cover - depends on the machine
-            rec.update(status="failed", note=f"MemoryError in selection: {exc}")
-            continue
+            why = (f"trained on the first {cap:,} rows, as the capped baseline, for a like-for-like comparison"
+                   + ("; hyper-parameters of the main row" if m.params_of else ""))
+        source = rows.get(m.params_of) if m.params_of else None
+        if source is not None and source.get("params"):
+            best, tried, n_sel = source["params"], [], source["n_sel"]  # same model: same choice
+        else:
+            try:
+                best, tried, n_sel = select(m, task, profile, args.seed)
+            except MemoryError as exc:  # pragma: no cover - depends on the machine
+                rec.update(status="failed", note=f"MemoryError in selection: {exc}")
+                continue
         rec.update(params=best, n_sel=n_sel, grid=[{"params": p, "val_error": e} for p, e in tried])
         n_fit = task.n_train if cap is None else cap
         rec["n_train_used"] = n_fit

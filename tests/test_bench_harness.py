@@ -56,7 +56,8 @@ def test_table1_tiny_writes_complete_finite_table(tiny_table):
             assert math.isfinite(r["test_error"]) and 0 <= r["test_error"]
             assert math.isfinite(r["fit_seconds"]) and r["fit_seconds"] > 0
             assert r["peak_mem_bytes"] >= 0
-            assert r["params"] and r["grid"]
+            assert r["params"]
+            assert r["grid"] or r["method"] == "rf_fourier_paired"  # the paired row reuses the main row's choice
             if r["method"] != "linear":
                 assert r["params"]["gamma"] > 0
         for r in res["rows"]:
@@ -173,3 +174,31 @@ def test_scaling_tiny(tmp_path):
         assert math.isfinite(float(r["seconds"])) and float(r["seconds"]) > 0
         assert float(r["peak_bytes"]) >= 0
     assert {r["threads"] for r in rows if r["sweep"] == "threads"} == {"1", "2"}
+
+
+def test_table1_memory_cap_is_reported_with_a_paired_row(tmp_path):
+    proc = run("table1.py", "--tiny", "--sets", "forest", "--mem-budget-gb", "0.002", "--out", tmp_path, "--tag", "cap",
+               "--methods", "rf_fourier,sk_rbf_sampler,rf_fourier_paired")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (res,) = json.loads((tmp_path / "cap.json").read_text())["results"]
+    by = {r["method"]: r for r in res["rows"]}
+    base, paired, main = by["sk_rbf_sampler"], by["rf_fourier_paired"], by["rf_fourier"]
+    assert base["status"] == paired["status"] == main["status"] == "ok"
+    assert base["n_train_used"] == paired["n_train_used"] < main["n_train_used"] == res["task"]["n_train"]
+    assert "trained on the first" in base["note"] and "memory budget" in base["note"]
+    assert paired["params"] == main["params"]
+    assert "on the same" in (tmp_path / "cap.md").read_text()
+
+
+def test_table1_dataset_without_network_is_a_clear_error(tmp_path, monkeypatch):
+    # A proxy on a closed local port makes every download fail at once, with
+    # or without a network; an empty data home means nothing is cached.
+    monkeypatch.setenv("SCIKIT_LEARN_DATA", str(tmp_path / "skdata"))
+    for var in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY"):
+        monkeypatch.setenv(var, "http://127.0.0.1:9")
+    monkeypatch.delenv("no_proxy", raising=False)
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    proc = run("table1.py", "--tiny", "--dataset", "covtype", "--out", tmp_path, timeout=300)
+    assert proc.returncode == 2
+    assert "could not download" in proc.stderr and "--data FILE" in proc.stderr
+    assert "Traceback" not in proc.stderr
