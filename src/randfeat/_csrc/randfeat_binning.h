@@ -272,7 +272,15 @@ static void rf_lookup_row(const uint64_t *restrict h, int64_t P, const uint64_t 
 
 /* Distinct values of one grid: a thread-private open-addressing set (linear
  * probing on the low bits; 0 marks an empty slot and the hash 0 is tracked by
- * a flag; it doubles at 50% load). */
+ * a flag; it doubles at 50% load).
+ *
+ * Why a set and not sort-unique: its memory is O(V) (distinct bins), not
+ * O(N) (rows) per grid in flight, and for the usual V << N it stays in cache.
+ * Measured (N=522000, P=50, one thread, shared machine), against NumPy's
+ * AVX-512 np.sort + dedup of the same hashes: V=5.3e5 in total (1e4 per
+ * grid): set 0.66 s, sort 0.71 s; V=2.6e7 (almost every row its own bin):
+ * set 6.5 s, sort 1.0 s.  A radix sort-unique for grids whose set outgrows
+ * ~N/8 would fix the second case; not done yet. */
 typedef struct {
     uint64_t *tab;
     int64_t cap, count;
