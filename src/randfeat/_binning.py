@@ -305,20 +305,16 @@ class RandomBinningFeatures(ClassNamePrefixFeaturesOutMixin, RandomFeatureMap):
         args = _source_args(X)
         rowbuf, hashbuf, colbuf = self._scratch(n_threads, d)
         _binning_fast.hash_rows(*args, n, d, self._U, self._INV, P, h64, lo, hi, rowbuf, hashbuf, n_threads)
+        # With features wanted, each group of grids also leaves every row's rank
+        # in its vocabulary in `indices` while that vocabulary is in cache.
+        ranks = {"ranks64" if idx == np.int64 else "ranks32": indices} if return_features else {}
         (self.bin_hashes_, self.grid_offsets_, self._dir, self._dir_offsets, self._dir_bits) = (
-            _binning_fast.build_vocabularies(h64, lo, hi, n, P, n_threads)
+            _binning_fast.build_vocabularies(h64, lo, hi, n, P, n_threads, **ranks)
         )
         self.n_features_out_ = int(self.grid_offsets_[-1])
         if not return_features:
             return None
-        if idx == np.int32 and self.n_features_out_ >= np.iinfo(np.int32).max:  # pragma: no cover
-            raise AssertionError("n_features_out_ cannot exceed n_samples * n_grids")
-        missing = _binning_fast.fill_training_csr(
-            h64, lo, hi, n, P, self.bin_hashes_, self.grid_offsets_, self._dir,
-            self._dir_offsets, self._dir_bits, indices, data, self._value, hashbuf, colbuf, n_threads,
-        )
-        if missing:  # pragma: no cover - would be a bug in the vocabulary build
-            raise RuntimeError(f"internal error: {missing} training bins missing from the vocabulary")
+        _binning_fast.finish_training_csr(n, P, self.grid_offsets_, indices, data, self._value, n_threads)
         indptr = np.arange(0, n * P + 1, P, dtype=idx)
         return _csr(data, indices, indptr, (n, self.n_features_out_))
 

@@ -31,26 +31,19 @@ def build_vocabularies(
     n: int,
     P: int,
     n_threads: int,
+    ranks32: NDArray[np.int32] | None = ...,
+    ranks64: NDArray[np.int64] | None = ...,
     group_budget: int = ...,
 ) -> tuple[NDArray[np.uint64], NDArray[np.int64], NDArray[np.uint32], NDArray[np.int64], NDArray[np.intc]]: ...
-def fill_training_csr(
-    h64: NDArray[np.uint64],
-    lo: NDArray[np.uint32],
-    hi: NDArray[np.uint32],
+def finish_training_csr(
     n: int,
     P: int,
-    keys: NDArray[np.uint64],
     koff: NDArray[np.int64],
-    directory: NDArray[np.uint32],
-    doff: NDArray[np.int64],
-    bits: NDArray[np.intc],
     indices: NDArray[np.integer],
     data: NDArray[np.floating],
     value: float,
-    hashbuf: NDArray[np.uint64],
-    colbuf: NDArray[np.int64],
     n_threads: int,
-) -> int: ...
+) -> None: ...
 def transform_rows(
     is_csr: bool,
     X: NDArray[np.floating],

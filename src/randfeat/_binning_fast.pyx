@@ -35,7 +35,7 @@ cdef extern from "randfeat_binning.h" nogil:
                        const uint32_t *dir, const int64_t *doff, const int *bits, int64_t *cols)
     int rf_grid_vocab_group(const rf_hstore *s, int64_t n, int64_t P, int64_t p0, int G,
                             int64_t budget, uint64_t **keys_out, int64_t *nkeys_out,
-                            uint32_t **dir_out, int *bits_out)
+                            uint32_t **dir_out, int *bits_out, void *ind, int ind64)
 
 rf_binning_init_dispatch()
 
@@ -114,6 +114,7 @@ def hash_rows(bint is_csr, const floating[:, :] X, const floating[::1] Xd,
 
 def build_vocabularies(uint64_t[::1] h64, uint32_t[::1] lo, uint32_t[::1] hi,
                        Py_ssize_t n, Py_ssize_t P, int n_threads,
+                       int32_t[::1] ranks32=None, int64_t[::1] ranks64=None,
                        int64_t group_budget=GROUP_BUDGET):
     """Sorted distinct hashes of each grid and their lookup directories.
 
@@ -125,6 +126,11 @@ def build_vocabularies(uint64_t[::1] h64, uint32_t[::1] lo, uint32_t[::1] hi,
     to one grid at a time if its sets outgrow ``GROUP_BUDGET`` bytes); each
     grid's result is independent of grouping and of which thread built it
     (``group_budget=0`` forces one grid at a time; the tests compare both).
+
+    If ``ranks32`` or ``ranks64`` (the output CSR's indices, length n*P) is
+    given, slot i*P + p then receives the rank of row i's hash within grid p,
+    found while the group's vocabularies are still in cache (fit_transform);
+    ``finish_training_csr`` turns ranks into columns.
     """
     cdef rf_hstore s = _store(h64, lo, hi)
     cdef uint64_t **kp = <uint64_t **>calloc(P, sizeof(uint64_t *))
@@ -135,6 +141,13 @@ def build_vocabularies(uint64_t[::1] h64, uint32_t[::1] lo, uint32_t[::1] hi,
     cdef int32_t[::1] status = np.zeros(ngroups, dtype=np.int32)
     cdef Py_ssize_t p, grp, p0, g
     cdef int G, st
+    cdef void *ind = NULL
+    cdef int ind64 = 0
+    if ranks64 is not None and ranks64.shape[0] > 0:
+        ind = &ranks64[0]
+        ind64 = 1
+    elif ranks32 is not None and ranks32.shape[0] > 0:
+        ind = &ranks32[0]
     if kp == NULL or dp == NULL:
         free(kp)
         free(dp)
@@ -145,15 +158,17 @@ def build_vocabularies(uint64_t[::1] h64, uint32_t[::1] lo, uint32_t[::1] hi,
                 p0 = grp * GRID_GROUP
                 G = <int>min(<Py_ssize_t>GRID_GROUP, P - p0)
                 st = rf_grid_vocab_group(&s, n, P, p0, G, group_budget,
-                                         &kp[p0], &nk[p0], &dp[p0], &bits[p0])
+                                         &kp[p0], &nk[p0], &dp[p0], &bits[p0], ind, ind64)
                 if st == -2:  # over budget together: one grid at a time
                     st = 0
                     for g in range(G):
                         if st == 0:
                             st = rf_grid_vocab_group(&s, n, P, p0 + g, 1, group_budget,
                                                      &kp[p0 + g], &nk[p0 + g], &dp[p0 + g],
-                                                     &bits[p0 + g])
+                                                     &bits[p0 + g], ind, ind64)
                 status[grp] = st
+        if np.any(np.asarray(status) == -3):  # pragma: no cover - a bug, not a user error
+            raise RuntimeError("internal error: training bins missing from the vocabulary")
         if np.any(np.asarray(status) != 0):
             raise MemoryError("not enough memory for the binning vocabulary")
         key_offsets = np.zeros(P + 1, dtype=np.int64)
@@ -189,45 +204,23 @@ cdef void _gather_pieces(uint64_t **kp, uint32_t **dp, uint64_t[::1] keys,
         dp[p] = NULL
 
 
-def fill_training_csr(uint64_t[::1] h64, uint32_t[::1] lo, uint32_t[::1] hi,
-                      Py_ssize_t n, Py_ssize_t P, const uint64_t[::1] keys,
-                      const int64_t[::1] koff, const uint32_t[::1] directory,
-                      const int64_t[::1] doff, const int[::1] bits,
-                      index_t[::1] indices, floating[::1] data, double value,
-                      uint64_t[:, ::1] hashbuf, int64_t[:, ::1] colbuf, int n_threads):
-    """Replace each stored hash by its column and value, in place (fit_transform).
+def finish_training_csr(Py_ssize_t n, Py_ssize_t P, const int64_t[::1] koff,
+                        index_t[::1] indices, floating[::1] data, double value, int n_threads):
+    """Turn the ranks left by ``build_vocabularies`` into columns and set the values.
 
-    The hash store aliases ``indices``/``data``: each slot is read, then
-    overwritten, by the same thread.  ``hashbuf`` (n_threads, >= P) and
-    ``colbuf`` (n_threads, >= P) are per-thread scratch.  Returns the number
-    of hashes not found (0 unless the vocabulary does not belong to them).
+    indices[i*P + p] += koff[p]; data[:] = value (overwriting the hash halves
+    it may still hold).
     """
-    cdef rf_hstore s = _store(h64, lo, hi)
     cdef Py_ssize_t nchunks = (n + ROW_CHUNK - 1) // ROW_CHUNK
-    cdef Py_ssize_t c, i, p, k, t
-    cdef int64_t col
-    cdef Py_ssize_t missing = 0
+    cdef Py_ssize_t c, i, p, k
     cdef floating v = <floating>value
-    cdef uint64_t *hb
-    cdef int64_t *cb
-    with nogil, parallel(num_threads=n_threads):
-        t = threadid()
-        hb = &hashbuf[t, 0]
-        cb = &colbuf[t, 0]
-        for c in prange(nchunks, schedule='dynamic'):
+    with nogil:
+        for c in prange(nchunks, schedule='static', num_threads=n_threads):
             for i in range(c * ROW_CHUNK, min((c + 1) * ROW_CHUNK, n)):
                 for p in range(P):
-                    hb[p] = rf_hstore_get(&s, i * P + p)
-                rf_lookup_row(hb, P, &keys[0], &koff[0], &directory[0], &doff[0], &bits[0], cb)
-                for p in range(P):
                     k = i * P + p
-                    col = cb[p]
-                    if col < 0:
-                        missing += 1
-                        col = 0
-                    indices[k] = <index_t>col
+                    indices[k] = <index_t>(indices[k] + koff[p])
                     data[k] = v
-    return missing
 
 
 def transform_rows(bint is_csr, const floating[:, :] X, const floating[::1] Xd,
