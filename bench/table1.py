@@ -26,6 +26,10 @@ Protocol (every method alike)
   clock; peak memory: increase of the process RSS during the fit) and scored
   on the test split: % misclassified, or for regression the normalised RMSE
   (RMSE / standard deviation of the test targets, in %).
+* Threads (``--threads``): randfeat's ``n_jobs`` and the BLAS pool of the
+  scikit-learn baselines get the same count: all cores for the full run, one
+  for ``--quick``/``--tiny`` (steady timings on a shared machine; pass
+  ``--threads -1`` for all cores).
 * Memory caps (``--mem-budget-gb``): a method that materialises the N × D
   feature matrix in float64 (scikit-learn's RBFSampler/Nystroem pipelines)
   is trained on the first rows that fit the budget, and the table says so;
@@ -68,7 +72,8 @@ from _harness import (  # noqa: E402
 # Rahimi & Recht, "Random Features for Large-Scale Kernel Machines", NIPS
 # 2007, Table 1 (their data, their 2007 machine): error, training time, and
 # the D / P used or the exact solver.  Census error is the paper's own
-# regression error measure, not our normalised RMSE.
+# regression error measure, not our normalised RMSE.  Transcribed from the
+# published paper; check against it before quoting elsewhere.
 PAPER_TABLE1 = {
     "census": {"Fourier+LS": "5%, 36 s (D=500)", "Binning+LS": "7.5%, 19 min (P=30)",
                "CVM": "8.8%, 7.5 min", "Exact SVM": "9%, 13 min (SVMTorch)"},
@@ -86,17 +91,18 @@ PAPER_NOTE = (
 
 # ---------------------------------------------------------------- profiles
 PROFILES = {
-    "full": dict(sizes={}, d_small=500, d_large=5000, grids=(30, 50), sel_rows=20000, val_rows=5000,
-                 gamma_mults=(0.25, 1.0, 4.0, 16.0), lambdas=(1e-6, 1e-4, 1e-2), exact_budget_s=900.0),
-    "quick": dict(sizes={"census": 8000, "adult": 10000, "forest": 50000}, d_small=500, d_large=2000,
-                  grids=(30, 50), sel_rows=2500, val_rows=2000,
-                  gamma_mults=(1.0, 4.0, 16.0), lambdas=(1e-5, 1e-3), exact_budget_s=15.0),
+    "full": dict(sizes={}, d_small=500, d_large=5000, grids=(30, 50), sel_rows=8000, val_rows=4000,
+                 gamma_mults=(0.5, 2.0, 8.0), lambdas=(1e-5, 1e-4, 1e-3), exact_budget_s=600.0, threads=None),
+    "quick": dict(sizes={"census": 6000, "adult": 8000, "forest": 30000}, d_small=500, d_large=2000,
+                  grids=(30, 50), sel_rows=1000, val_rows=1000,
+                  gamma_mults=(0.5, 2.0, 8.0), lambdas=(1e-5, 1e-3), exact_budget_s=10.0, threads=1),
     "tiny": dict(sizes={"census": 500, "adult": 600, "forest": 1500}, d_small=48, d_large=96,
                  grids=(4, 8), sel_rows=300, val_rows=200,
-                 gamma_mults=(1.0, 4.0), lambdas=(1e-4, 1e-2), exact_budget_s=2.0),
+                 gamma_mults=(1.0, 4.0), lambdas=(1e-4, 1e-2), exact_budget_s=2.0, threads=1),
 }
 SVC_CS = (1.0, 10.0, 100.0)
 PREDICT_CHUNK = 20000  # rows per predict call: bounds the memory of dense-feature pipelines
+N_JOBS = None  # randfeat n_jobs for every estimator (set from --threads)
 
 
 # ------------------------------------------------------------------ tasks
@@ -292,6 +298,7 @@ class Method:
     dense_width: Optional[Callable] = None  # materialises N × width float64 features
     exact: Optional[str] = None  # "svc" or "krr": exact kernel machine
     pair_with: Optional[str] = None  # train on the same rows as this (capped) method
+    params_of: Optional[str] = None  # reuse the hyper-parameters chosen for this method (same model)
     grid_c: bool = False  # grid over C (SVM) instead of lambda
 
 
@@ -302,7 +309,7 @@ def _ls(task, lam, n, features=None, library="randfeat"):
         import randfeat
 
         cls = randfeat.RidgeClassifier if task.kind == "classification" else randfeat.Ridge
-        return cls(alpha=alpha, features=features)
+        return cls(alpha=alpha, features=features, n_jobs=N_JOBS)
     from sklearn.linear_model import Ridge, RidgeClassifier
 
     return (RidgeClassifier if task.kind == "classification" else Ridge)(alpha=alpha)
@@ -311,7 +318,7 @@ def _ls(task, lam, n, features=None, library="randfeat"):
 def _rf_fourier(task, p, n, seed):
     import randfeat
 
-    feats = randfeat.RandomFourierFeatures(task.D, kernel="rbf", gamma=p["gamma"], random_state=seed)
+    feats = randfeat.RandomFourierFeatures(task.D, kernel="rbf", gamma=p["gamma"], random_state=seed, n_jobs=N_JOBS)
     return _ls(task, p["lam"], n, feats)
 
 
@@ -319,7 +326,8 @@ def _rf_binning(grids):
     def make(task, p, n, seed):
         import randfeat
 
-        feats = randfeat.RandomBinningFeatures(grids, kernel="laplacian", gamma=p["gamma"], random_state=seed)
+        feats = randfeat.RandomBinningFeatures(grids, kernel="laplacian", gamma=p["gamma"], random_state=seed,
+                                               n_jobs=N_JOBS)
         return _ls(task, p["lam"], n, feats)
 
     return make
@@ -369,7 +377,7 @@ def build_methods(profile):
                dense_width=lambda t: t.D),
         Method("rf_fourier_paired", "randfeat Fourier+LS, same rows as RBFSampler", _rf_fourier, "rbf",
                lambda t: f"D={t.D}", needs=("RandomFourierFeatures", "Ridge", "RidgeClassifier"),
-               pair_with="sk_rbf_sampler"),
+               pair_with="sk_rbf_sampler", params_of="rf_fourier"),
         Method("sk_nystroem", "sklearn Nystroem+Ridge", _sk_nystroem, "rbf", lambda t: f"D={t.D}",
                dense_width=lambda t: t.D),
         Method("exact", "exact kernel (SVC / KernelRidge)", _exact, "rbf",
@@ -486,12 +494,17 @@ def run_task(task, methods, profile, args):
         cap, why = row_cap(m, task, budget, caps)
         caps[m.key] = (cap, why)
         if m.pair_with and cap is not None:
-            why = f"trained on the first {cap:,} rows, as the capped baseline, for a like-for-like comparison"
-        try:
-            best, tried, n_sel = select(m, task, profile, args.seed)
-        except MemoryError as exc:  # pragma: no cover - depends on the machine
-            rec.update(status="failed", note=f"MemoryError in selection: {exc}")
-            continue
+            why = (f"trained on the first {cap:,} rows, as the capped baseline, for a like-for-like comparison"
+                   + ("; hyper-parameters of the main row" if m.params_of else ""))
+        source = rows.get(m.params_of) if m.params_of else None
+        if source is not None and source.get("params"):
+            best, tried, n_sel = source["params"], [], source["n_sel"]  # same model: same choice
+        else:
+            try:
+                best, tried, n_sel = select(m, task, profile, args.seed)
+            except MemoryError as exc:  # pragma: no cover - depends on the machine
+                rec.update(status="failed", note=f"MemoryError in selection: {exc}")
+                continue
         rec.update(params=best, n_sel=n_sel, grid=[{"params": p, "val_error": e} for p, e in tried])
         n_fit = task.n_train if cap is None else cap
         rec["n_train_used"] = n_fit
@@ -555,7 +568,7 @@ def _cell(rec):
 def render_markdown(results, meta):
     lines = [f"# Table 1, measured ({meta['profile']} run)", ""]
     lines.append(f"Generated by `python bench/table1.py {meta['argv']}` on {meta['date']}; "
-                 f"{meta['machine'].get('cpu_count')} cores, load average {meta['machine'].get('load_average_1min')} "
+                 f"{meta['machine'].get('cpu_count')} cores, threads: {meta['threads']}, load average {meta['machine'].get('load_average_1min')} "
                  "at the start (a shared machine: timings are noisy; compare rows of one run).")
     lines.append("Cells: test error (classification: % wrong; regression: RMSE / std(y) in %), "
                  "training wall time, peak memory added during training.")
@@ -667,6 +680,9 @@ def parse_args(argv):
     p.add_argument("--methods", help="comma list of method keys (default: all); see --list-methods")
     p.add_argument("--list-methods", action="store_true")
     p.add_argument("-D", "--D", type=int, help="Fourier / Nystroem dimension (default: the paper's)")
+    p.add_argument("--threads", type=int, default=None,
+                   help="threads for every method: randfeat n_jobs and the BLAS pool; -1 = all cores "
+                        "(default: all cores for the full run, 1 for --quick/--tiny)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--repeats", type=int, default=1, help="timed fits per method (median reported), alternating")
     p.add_argument("--mem-budget-gb", type=float, default=6.0,
@@ -679,6 +695,8 @@ def parse_args(argv):
         p.error("--test-data needs --data")
     if args.repeats < 1:
         p.error("--repeats must be >= 1")
+    if args.threads is not None and args.threads == 0 or (args.threads or 0) < -1:
+        p.error("--threads must be a positive count or -1 (all cores)")
     return args
 
 
@@ -701,7 +719,7 @@ def main(argv=None):
         methods = [m for m in methods if m.key in wanted]
     meta = {"profile": profile_name, "argv": " ".join(sys.argv[1:] if argv is None else argv),
             "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"), "machine": machine_info(), "grids": profile["grids"],
-            "settings": {k: v for k, v in profile.items() if k != "sizes"}, "mem_budget_gb": args.mem_budget_gb,
+            "settings": {k: v for k, v in profile.items() if k != "sizes"}, "sizes": profile["sizes"], "mem_budget_gb": args.mem_budget_gb,
             "repeats": args.repeats, "seed": args.seed}
     t0 = time.perf_counter()
     if args.data:
@@ -715,9 +733,21 @@ def main(argv=None):
             raise HarnessError(f"--sets: unknown {bad}; choose from census, adult, forest")
         tasks = builtin_tasks(profile, names, args.seed)
     results = []
+    from threadpoolctl import threadpool_limits
+
+    global N_JOBS
+    threads = profile["threads"] if args.threads is None else args.threads
+    threads = None if threads is not None and threads < 0 else threads
+    N_JOBS = threads
+    limiter = threadpool_limits(limits=threads)  # None: no limit
+    meta["threads"] = threads or "all"
+    if threads is None and os.getloadavg()[0] > (os.cpu_count() or 1):
+        progress(f"warning: load average {os.getloadavg()[0]:.1f} exceeds {os.cpu_count()} cores; multi-threaded "
+                 "timings will be inflated and noisy (--threads 1 is steadier on a shared machine)")
     for task in tasks:
         progress(f"{task.name}: {task.n_train} training rows, {task.X_train.shape[1]} features, D={task.D}")
         results.append(run_task(task, methods, profile, args))
+    limiter.unregister()
     meta["total_seconds"] = time.perf_counter() - t0
     out = results_dir(args.out)
     stem = args.tag or f"table1_{profile_name}"

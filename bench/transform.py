@@ -15,7 +15,8 @@ and the ratios ``RBFSampler / randfeat`` (speed-up) and
 BLAS (threadpoolctl) for the baselines and sets ``n_jobs`` for randfeat.
 
 It then checks peak memory: ``transform`` of N=200000, d=54, D=2000 in a
-fresh process, peak RSS growth (``ru_maxrss``) against output size + 64 MB.
+fresh process, peak RSS growth (VmHWM; ``ru_maxrss`` where /proc is
+missing) against output size + 64 MB.
 
 Results are printed and written as Markdown and CSV under bench/results/.
 Timings on a shared machine are noisy: compare the ratios, which are measured
@@ -121,13 +122,28 @@ MEMORY_SCRIPT = textwrap.dedent(
     import json, resource, sys
     import numpy as np
     from randfeat import RandomFourierFeatures
+
+    def peak_rss():
+        # VmHWM is this process's own high-water mark.  ru_maxrss is not: on
+        # Linux a child starts from its parent's peak RSS at fork (here, a
+        # benchmark holding gigabytes), so it is the fallback only.
+        try:
+            with open("/proc/self/status") as f:
+                for line in f:
+                    if line.startswith("VmHWM:"):
+                        return int(line.split()[1]) * 1024
+        except OSError:
+            pass
+        ru = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        return ru if sys.platform == "darwin" else ru * 1024
+
     n, d, D, fm = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
     X = np.random.default_rng(0).standard_normal((n, d))
     rff = RandomFourierFeatures(D, gamma=1.0 / d, feature_map=fm, random_state=0).fit(X)
     rff.transform(X[:100])  # load BLAS, OpenMP runtime, threadpoolctl first
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    before = peak_rss()
     Z = rff.transform(X)
-    after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    after = peak_rss()
     print(json.dumps(dict(peak_before=before, peak_after=after, output=Z.nbytes)))
     """
 )

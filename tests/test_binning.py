@@ -274,6 +274,28 @@ def test_sorted_int32_indices_and_values():
     np.testing.assert_array_equal(Zc.indices, Z.indices)
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_int64_index_path(dtype, monkeypatch):
+    # Outputs with >= 2**31 entries use int64 indices (and, for float32, keep
+    # the hashes in the indices buffer during fit); force that path on small data.
+    import randfeat._binning as binning
+
+    X = _data(800, 6, seed=14).astype(dtype)
+    Xt = _data(300, 6, seed=15, scale=1.5).astype(dtype)
+    est = RandomBinningFeatures(11, gamma=0.6, random_state=1)
+    Z32, Zt32 = est.fit_transform(X), est.transform(Xt)
+    monkeypatch.setattr(binning, "_index_dtype", lambda *bounds: np.int64)
+    built = []  # index dtypes the kernels wrote (scipy itself downcasts what fits int32)
+    real_csr = binning._csr
+    monkeypatch.setattr(binning, "_csr", lambda d, i, p, shape: built.append(i.dtype) or real_csr(d, i, p, shape))
+    Z64, Zt64 = est.fit_transform(X), est.transform(Xt)
+    assert built == [np.int64, np.int64]
+    for a, b in ((Z32, Z64), (Zt32, Zt64)):
+        np.testing.assert_array_equal(a.indptr, b.indptr)
+        np.testing.assert_array_equal(a.indices, b.indices)
+        np.testing.assert_array_equal(a.data, b.data)
+
+
 @pytest.mark.parametrize("sparse_input", [False, True])
 def test_thread_count_does_not_change_results(sparse_input):
     X = _data(3000, 9, seed=4) * (np.random.default_rng(1).random((3000, 9)) < 0.5)

@@ -13,7 +13,8 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import randfeat._ridge as ridge_mod
 from randfeat import RandomBinningFeatures, RandomFourierFeatures, Ridge, RidgeClassifier
-from randfeat._sparse_fast import csr_matmat, csr_row_weighted_sq_sums
+from randfeat._linops import SparseProducts
+from randfeat._sparse_fast import csr_matmat, csr_normal_matmat, csr_row_weighted_sq_sums, sum_blocks
 
 
 # --------------------------------------------------------------------------
@@ -84,6 +85,41 @@ def test_weighted_sq_sums_matches_numpy(dtype):
     np.testing.assert_allclose(out, (A.toarray().astype(np.float64) ** 2) @ w, rtol=1e-12)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+@pytest.mark.parametrize("K", [1, 5, 9])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_fused_normal_product_matches_scipy(dtype, index_dtype, K, weighted):
+    rng = np.random.default_rng(23)
+    A = sp.random(301, 57, density=0.1, format="csr", random_state=5, dtype=np.float64).astype(dtype)
+    P = rng.standard_normal((57, K)).astype(dtype)
+    mup = rng.standard_normal(K)
+    w = rng.uniform(0.5, 2, 301) if weighted else np.zeros(0)
+    nb = 3
+    partial, usum = np.empty((nb, 57, K)), np.empty((nb, K))
+    csr_normal_matmat(A.indptr.astype(index_dtype), A.indices.astype(index_dtype), A.data, P, mup, w, partial, usum, 2)
+    out = np.empty((57, K), dtype=dtype)
+    sum_blocks(partial, out, 2)
+    A64, P64 = A.astype(np.float64), P.astype(np.float64)
+    V = (A64 @ P64 - mup) * (w[:, None] if weighted else 1.0)
+    rtol = 1e-12 if dtype == np.float64 else 1e-5
+    np.testing.assert_allclose(out, A64.T @ V, rtol=rtol, atol=rtol)
+    np.testing.assert_allclose(usum.sum(axis=0), V.sum(axis=0), rtol=1e-12, atol=1e-12)
+    # Each block holds exactly its own rows' contribution.
+    step = -(-301 // nb)
+    np.testing.assert_allclose(partial[1], A64[step : 2 * step].T @ V[step : 2 * step], rtol=1e-10, atol=1e-12)
+
+
+def test_fused_and_two_pass_cg_agree(monkeypatch):
+    X, y = make_data(n=500, d=40, k=1, sparse=True, seed=24)
+    fused = Ridge(solver="cg", tol=1e-10).fit(X, y)
+    assert SparseProducts(X, 1).n_blocks(1) >= 2
+    monkeypatch.setattr(SparseProducts, "FUSED_BUFFER_BYTES", 0)
+    assert SparseProducts(X, 1).n_blocks(1) == 0
+    two_pass = Ridge(solver="cg", tol=1e-10).fit(X, y)
+    np.testing.assert_allclose(fused.coef_, two_pass.coef_, rtol=1e-7, atol=1e-9)
+
+
 @pytest.mark.parametrize("K", [1, 7])
 def test_kernel_bitwise_equal_for_any_thread_count(K):
     A = sp.random(5000, 800, density=0.02, format="csr", random_state=4)
@@ -142,7 +178,12 @@ def test_cg_targets_stop_independently():
 
 @pytest.mark.parametrize("sparse", [True, False])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_cg_bitwise_equal_for_any_n_jobs(sparse, dtype):
+@pytest.mark.parametrize("fused", [True, False])
+def test_cg_bitwise_equal_for_any_n_jobs(sparse, dtype, fused, monkeypatch):
+    if not fused:
+        monkeypatch.setattr(SparseProducts, "FUSED_BUFFER_BYTES", 0)
+    # Enough nonzeros that the sparse kernels really use two threads.
+    monkeypatch.setattr(SparseProducts, "_MIN_NNZ_PER_THREAD", 1000)
     X, y = make_data(n=2000, d=60, k=3, dtype=dtype, sparse=sparse, seed=6)
     w = np.random.default_rng(7).uniform(0.5, 2, 2000)
     fits = [Ridge(solver="cg", tol=1e-10, n_jobs=j).fit(X, y, sample_weight=w) for j in (1, 2)]
@@ -427,3 +468,63 @@ def test_singular_system_with_zero_alpha_is_a_clear_error():
     X = np.ones((10, 3))
     with pytest.raises(np.linalg.LinAlgError, match="alpha > 0"):
         Ridge(alpha=0.0, solver="cholesky", fit_intercept=False).fit(np.column_stack([X, X]), np.arange(10.0))
+
+
+# -------------------------------------------------------------------- bench
+def test_bench_tiny_runs(tmp_path):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    out = subprocess.run(
+        [sys.executable, str(repo / "bench" / "ridge.py"), "--tiny", "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, PYTHONPATH=os.pathsep.join([str(repo / "src"), os.environ.get("PYTHONPATH", "")])),
+        timeout=600,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    text = (tmp_path / "ridge.md").read_text()
+    assert "CG binning" in text and "dense Cholesky" in text and "streaming" in text
+    assert (tmp_path / "ridge.csv").exists()
+
+
+# ------------------------------------------------------- CG vector kernels
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("centred", [True, False])
+def test_cg_fast_kernels_match_numpy(dtype, centred):
+    from randfeat._cg_fast import finish_apply, n_blocks, update_p, update_xr
+
+    rng = np.random.default_rng(22)
+    D, K = 9000, 3  # three row blocks, the last one partial
+    P, Q, X, R = (rng.standard_normal((D, K)).astype(dtype) for _ in range(4))
+    mu = rng.standard_normal(D) if centred else np.zeros(0)
+    s, step, beta = rng.standard_normal(K), rng.standard_normal(K), rng.standard_normal(K)
+    inv_diag = rng.uniform(0.5, 2, D)
+    nb = n_blocks(D)
+    rtol = 1e-12 if dtype == np.float64 else 2e-6
+    P64, Q64, X64, R64 = (a.astype(np.float64) for a in (P, Q, X, R))
+
+    ppq = np.empty((nb, K))
+    finish_apply(Q, P, mu, s, 0.3, ppq, 2)
+    Q_ref = Q64 + 0.3 * P64 - (np.outer(mu, s) if centred else 0)
+    np.testing.assert_allclose(Q, Q_ref, rtol=rtol, atol=rtol)
+    np.testing.assert_allclose(ppq.sum(0), (P64 * Q.astype(np.float64)).sum(0), rtol=1e-10)
+
+    Zr = np.empty_like(R)
+    prr, prz = np.empty((nb, K)), np.empty((nb, K))
+    Qd = Q.astype(np.float64)
+    update_xr(X, R, Zr, P, Q, step, inv_diag, prr, prz, 2)
+    np.testing.assert_allclose(X, X64 + step * P64, rtol=rtol, atol=rtol)
+    np.testing.assert_allclose(R, R64 - step * Qd, rtol=rtol, atol=rtol)
+    np.testing.assert_allclose(Zr, R.astype(np.float64) * inv_diag[:, None], rtol=rtol, atol=rtol)
+    np.testing.assert_allclose(prr.sum(0), (R.astype(np.float64) ** 2).sum(0), rtol=1e-10)
+    np.testing.assert_allclose(prz.sum(0), (R.astype(np.float64) * Zr).sum(0), rtol=1e-10)
+
+    keep = np.array([1.0, 0.0, 1.0])
+    expected = keep * (Zr.astype(np.float64) + beta * P64)
+    update_p(P, Zr, beta, keep, 2)
+    np.testing.assert_allclose(P, expected, rtol=rtol, atol=rtol)
+    assert np.all(P[:, 1] == 0)

@@ -91,6 +91,8 @@ class RandomBinningFeatures(ClassNamePrefixFeaturesOutMixin, RandomFeatureMap):
         Columns of grid p are ``grid_offsets_[p]:grid_offsets_[p + 1]``.
     n_features_out_ : int
         Total number of occupied bins, the output width.
+    n_grids_ : int
+        Number of grids actually drawn (``n_grids``).
 
     Notes
     -----

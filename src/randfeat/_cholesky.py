@@ -54,6 +54,7 @@ class GramAccumulator:
         self.c = None
         self.cy = None
         self._syrk = get_blas_funcs("syrk", dtype=self.dtype)
+        self._buf = None
 
     def add(self, Zb, Yb, wb=None, *, owned=False):
         """Add a block of rows.
@@ -70,29 +71,36 @@ class GramAccumulator:
         n = Zb.shape[0]
         if n == 0:
             return
-        wsum = float(n) if wb is None else float(wb.sum())
+        ww = np.ones(n) if wb is None else wb
+        wsum = float(ww.sum())
         if self.c is None:
             if self.fit_intercept:
-                ww = np.ones(n) if wb is None else wb
-                denom = ww.sum() if ww.sum() > 0 else 1.0
-                self.c = ((ww @ Zb.astype(np.float64)) / denom).astype(self.dtype)
-                self.cy = (ww @ Yb) / denom
+                denom = wsum if wsum > 0 else 1.0
+                # einsum, not BLAS: deterministic for any thread count.
+                self.c = (np.einsum("i,ij->j", ww, Zb, dtype=np.float64) / denom).astype(self.dtype)
+                self.cy = np.einsum("i,ik->k", ww, Yb) / denom
             else:
-                self.c = None
                 self.cy = np.zeros(self.K)
-        needs_copy = self.fit_intercept or wb is not None
-        if needs_copy:
-            Zs = Zb if owned else Zb.copy(order="C")
+        if self.fit_intercept or wb is not None:
+            if owned:
+                Zs = Zb
+            else:
+                # Reuse one buffer: a fresh 64 MB array per chunk pays the
+                # (slow, here) first touch of its pages every time.
+                if self._buf is None or self._buf.shape[0] < n:
+                    self._buf = np.empty((n, self.D), dtype=self.dtype)
+                Zs = self._buf[:n]
+                Zs[...] = Zb
             if self.fit_intercept:
                 Zs -= self.c
         else:
             Zs = Zb
         Ys = Yb - self.cy
-        ww = np.ones(n) if wb is None else wb
         self.sw += wsum
-        self.sz += ww @ Zs.astype(np.float64) if self.fit_intercept else 0.0
-        self.sy += ww @ Ys
-        self.syy += ww @ (Ys * Ys)
+        if self.fit_intercept:
+            self.sz += np.einsum("i,ij->j", ww, Zs, dtype=np.float64)
+        self.sy += np.einsum("i,ik->k", ww, Ys)
+        self.syy += np.einsum("i,ik->k", ww, Ys * Ys)
         if wb is not None:
             sq = np.sqrt(wb)
             Zs *= sq[:, None].astype(self.dtype)
@@ -132,6 +140,7 @@ class GramAccumulator:
             ybar = np.zeros(self.K)
             yy = self.syy.copy()
         self._G_chunk = None
+        self._buf = None
         return G, b, mu, ybar, np.maximum(yy, 0.0), self.sw
 
 

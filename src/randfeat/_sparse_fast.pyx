@@ -21,6 +21,10 @@ cdef extern from "randfeat_spmm.h" nogil:
     void rf_row_times_i32_f64(const int32_t*, const double*, int64_t, int64_t, const double*, int64_t, double*)
     void rf_row_times_i64_f32(const int64_t*, const float*, int64_t, int64_t, const float*, int64_t, float*)
     void rf_row_times_i64_f64(const int64_t*, const double*, int64_t, int64_t, const double*, int64_t, double*)
+    void rf_row_normal_i32_f32(const int32_t*, const float*, int64_t, int64_t, const float*, int64_t, const double*, double, double*, double*)
+    void rf_row_normal_i32_f64(const int32_t*, const double*, int64_t, int64_t, const double*, int64_t, const double*, double, double*, double*)
+    void rf_row_normal_i64_f32(const int64_t*, const float*, int64_t, int64_t, const float*, int64_t, const double*, double, double*, double*)
+    void rf_row_normal_i64_f64(const int64_t*, const double*, int64_t, int64_t, const double*, int64_t, const double*, double, double*, double*)
 
 ctypedef fused index_t:
     int32_t
@@ -101,3 +105,86 @@ def csr_row_weighted_sq_sums(
                 v = data[jj]
                 acc = acc + v * v * w[indices[jj]]
             out[i] = acc
+
+
+def csr_normal_matmat(
+    const index_t[::1] indptr,
+    const index_t[::1] indices,
+    const cython.floating[::1] data,
+    const cython.floating[:, ::1] P,
+    const double[::1] mup,
+    const double[::1] w,
+    double[:, :, ::1] partial,
+    double[:, ::1] usum,
+    int n_threads,
+):
+    """Fused ``Zᵀ W (Z P − 1 mupᵀ)`` in one pass over a CSR matrix Z.
+
+    The rows are cut into ``partial.shape[0]`` fixed blocks (chosen by the
+    caller from the problem size, never from the thread count).  For block
+    b, ``partial[b]`` (D × K, double) receives Σ_{i in b} z_i v_iᵀ and
+    ``usum[b]`` receives Σ_{i in b} v_i, where v_i = w_i (z_iᵀP − mup).
+    The caller sums the blocks in order, so results do not depend on the
+    number of threads.  One read of Z per CG iteration instead of two (Z
+    and a CSC copy), and no CSC copy at all.
+
+    Parameters
+    ----------
+    indptr, indices, data : CSR arrays of Z (N × D)
+    P : (D, K) C-contiguous, Z's dtype
+    mup : (K,) double, μᵀP (zeros without centring)
+    w : (N,) double sample weights, or length 0 for unit weights
+    partial : (n_blocks, D, K) double, overwritten
+    usum : (n_blocks, K) double, overwritten
+    n_threads : int
+    """
+    cdef Py_ssize_t N = indptr.shape[0] - 1
+    cdef Py_ssize_t K = P.shape[1], D = P.shape[0]
+    cdef Py_ssize_t nb = partial.shape[0], b, i, i0, i1, step, j, k
+    cdef bint weighted = w.shape[0] > 0
+    cdef double wi
+    if partial.shape[1] != D or partial.shape[2] != K or usum.shape[0] != nb or usum.shape[1] != K:
+        raise ValueError("partial/usum have the wrong shape")
+    if weighted and w.shape[0] != N:
+        raise ValueError("w has the wrong length")
+    if mup.shape[0] != K:
+        raise ValueError("mup has the wrong length")
+    if n_threads < 1:
+        n_threads = 1
+    step = (N + nb - 1) // nb
+    with nogil:
+        for b in prange(nb, num_threads=n_threads, schedule="static", chunksize=1):
+            # Zero this block's buffer in the thread that fills it.
+            for j in range(D):
+                for k in range(K):
+                    partial[b, j, k] = 0.0
+            for k in range(K):
+                usum[b, k] = 0.0
+            i0 = b * step
+            i1 = min(i0 + step, N)
+            for i in range(i0, i1):
+                wi = w[i] if weighted else 1.0
+                if index_t is int32_t:
+                    if cython.floating is float:
+                        rf_row_normal_i32_f32(&indices[0], &data[0], indptr[i], indptr[i + 1], &P[0, 0], K, &mup[0], wi, &partial[b, 0, 0], &usum[b, 0])
+                    else:
+                        rf_row_normal_i32_f64(&indices[0], &data[0], indptr[i], indptr[i + 1], &P[0, 0], K, &mup[0], wi, &partial[b, 0, 0], &usum[b, 0])
+                else:
+                    if cython.floating is float:
+                        rf_row_normal_i64_f32(&indices[0], &data[0], indptr[i], indptr[i + 1], &P[0, 0], K, &mup[0], wi, &partial[b, 0, 0], &usum[b, 0])
+                    else:
+                        rf_row_normal_i64_f64(&indices[0], &data[0], indptr[i], indptr[i + 1], &P[0, 0], K, &mup[0], wi, &partial[b, 0, 0], &usum[b, 0])
+
+
+def sum_blocks(const double[:, :, ::1] partial, cython.floating[:, ::1] out, int n_threads):
+    """out[j, k] = Σ_b partial[b, j, k], summed in block order (deterministic)."""
+    cdef Py_ssize_t nb = partial.shape[0], D = partial.shape[1], K = partial.shape[2]
+    cdef Py_ssize_t b, j, k
+    cdef double acc
+    with nogil:
+        for j in prange(D, num_threads=n_threads, schedule="static"):
+            for k in range(K):
+                acc = 0.0
+                for b in range(nb):
+                    acc = acc + partial[b, j, k]
+                out[j, k] = <cython.floating>acc

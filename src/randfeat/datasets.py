@@ -124,7 +124,7 @@ def make_census_like(n_samples=None, *, random_state=0):
 
     def draw(rng, m):
         u = rng.standard_normal((m, k))
-        props = _sigmoid(u @ A + b + 0.5 * rng.standard_normal((m, n_prop)))
+        props = _sigmoid(u @ A + b + 0.15 * rng.standard_normal((m, n_prop)))
         counts = rng.poisson(np.exp(np.minimum(u @ C + c0, 9.0)))
         logc = np.log1p(counts) / 10.0  # fixed scale keeps values in [0, 1]
         f = (1.5 * np.tanh(u[:, 0]) + np.sin(1.5 * u[:, 1]) + 0.6 * u[:, 0] * u[:, 2]

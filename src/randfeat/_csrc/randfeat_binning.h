@@ -40,6 +40,10 @@
 
 #include "randfeat_dispatch.h"
 
+#if defined(_MSC_VER) && !defined(__cplusplus)
+#define restrict __restrict /* MSVC's C mode spells C99 restrict this way */
+#endif
+
 #if RF_X86_DISPATCH
 #include <immintrin.h>
 #endif
@@ -188,14 +192,21 @@ static inline uint64_t rf_hstore_get(const rf_hstore *s, int64_t k) {
 /* ---------------------------------------------------------------- vocabulary
  * A grid's vocabulary is its sorted distinct hashes keys[0..V) (column = rank,
  * so numbering does not depend on thread count or insertion order) plus a
- * directory on the top `bits` bits (2^bits <= V): dir[j]..dir[j+1] is the
+ * directory on the top `bits` bits, V < 2^bits <= 2V: dir[j]..dir[j+1] is the
  * range of keys whose top bits equal j.  Hashes are uniform, so a bucket holds
- * 1-2 keys on average and a lookup costs two cache misses at most. */
+ * 0.5-1 keys on average and a lookup costs two cache misses at most.
+ * (Measured on N=200000 lookups x 50 grids, 10^4 keys per grid: buckets of
+ * ~1 key are 2x faster than ~2 keys and 3x faster than ~8; ~0.5 gains nothing
+ * more and doubles the directory.) */
 
+#ifndef RF_DIR_EXTRA_BITS
+#define RF_DIR_EXTRA_BITS 1
+#endif
 static inline int rf_vocab_bits(int64_t V) {
     int b = 0;
-    while (b < 62 && ((int64_t)1 << (b + 1)) <= V) b++;
-    return b; /* largest b with 2^b <= max(V, 1) */
+    while (b < 62 && ((int64_t)1 << (b + 1)) <= V) b++; /* largest b with 2^b <= max(V, 1) */
+    b += RF_DIR_EXTRA_BITS;
+    return b < 0 ? 0 : b;
 }
 
 static inline uint64_t rf_vocab_bucket(uint64_t h, int bits) {
