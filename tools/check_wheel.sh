@@ -28,6 +28,8 @@
 #   RANDFEAT_CHECK_DIR          work directory (default: a new temp dir)
 #   RANDFEAT_BASELINE_TESTS     test files for stage 6, relative to tests/
 #                               (default: the kernel test files, see below)
+#   RANDFEAT_CHECK_PYTEST_ARGS  what stage 5 runs, relative to the source root
+#                               (default: tests, the whole suite)
 #   RANDFEAT_CHECK_SKIP_SDIST=1 skip stage 7 (it compiles everything again)
 set -euo pipefail
 
@@ -167,7 +169,11 @@ import randfeat
 print("testing", randfeat.__file__)
 randfeat.show_config()
 EOF
-    no_compiler python -m pytest -p no:cacheprovider -q "$ROOT/tests"
+    local args=() a
+    for a in ${RANDFEAT_CHECK_PYTEST_ARGS:-tests}; do
+        case "$a" in -*) args+=("$a") ;; *) args+=("$ROOT/$a") ;; esac
+    done
+    no_compiler python -m pytest -p no:cacheprovider -q "${args[@]}"
 }
 
 # The kernel tests, once more on the portable path.  Which tests: those marked
