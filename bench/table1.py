@@ -635,8 +635,14 @@ def speed_ratio(res):
     ours = by.get("rf_fourier_paired") if by.get("rf_fourier_paired", {}).get("status") == "ok" else by.get("rf_fourier")
     if not ours or "fit_seconds" not in ours or "fit_seconds" not in base:
         return None
+    n_test = res["task"]["n_test"]
+    if res["task"]["kind"] == "classification":  # binomial standard error of a test error rate
+        se = 100 * math.sqrt(max(base["test_error"] / 100 * (1 - base["test_error"] / 100), 1e-12) / n_test)
+    else:  # RMSE of n roughly Gaussian residuals: relative standard error about 1/sqrt(2n)
+        se = base["test_error"] / math.sqrt(2 * n_test)
     return (f"randfeat Fourier+LS vs RBFSampler+Ridge on the same {base['n_train_used']:,} rows, same D: "
-            f"error {ours['test_error']:.2f}% vs {base['test_error']:.2f}%, training "
+            f"error {ours['test_error']:.2f}% vs {base['test_error']:.2f}% (standard error ≈ {se:.2f} points "
+            f"on {n_test:,} test rows), training "
             f"{base['fit_seconds'] / ours['fit_seconds']:.1f}× faster, peak memory "
             f"{fmt_bytes(ours.get('peak_mem_bytes'))} vs {fmt_bytes(base.get('peak_mem_bytes'))}.")
 
@@ -679,6 +685,7 @@ def parse_args(argv):
     p.add_argument("--sets", default="census,adult,forest", help="built-in sets to run (comma list)")
     p.add_argument("--methods", help="comma list of method keys (default: all); see --list-methods")
     p.add_argument("--list-methods", action="store_true")
+    p.add_argument("--render", metavar="JSON", help="only rewrite the Markdown table from a results JSON file")
     p.add_argument("-D", "--D", type=int, help="Fourier / Nystroem dimension (default: the paper's)")
     p.add_argument("--threads", type=int, default=None,
                    help="threads for every method: randfeat n_jobs and the BLAS pool; -1 = all cores "
@@ -706,6 +713,16 @@ def main(argv=None):
     profile = dict(PROFILES[profile_name])
     if args.exact_budget_s is not None:
         profile["exact_budget_s"] = args.exact_budget_s
+    if args.render:
+        path = Path(args.render)
+        if not path.exists():
+            raise HarnessError(f"--render {path}: no such file")
+        import json
+
+        data = json.loads(path.read_text())
+        path.with_suffix(".md").write_text(render_markdown(data["results"], data["meta"]))
+        print(f"wrote {path.with_suffix('.md')}")
+        return 0
     methods = build_methods(profile)
     if args.list_methods:
         for m in methods:
