@@ -7,13 +7,13 @@ in ``_fourier_fast`` computes the features.
 import numbers
 
 import numpy as np
-import scipy.sparse as sp
 from sklearn.base import ClassNamePrefixFeaturesOutMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from ._base import RandomFeatureMap
 from ._fourier_sampling import SAMPLINGS, sample_fourier_parameters
+from ._fourier_transform import fourier_features
 from ._kernels import KERNELS, check_gamma, check_nu, get_kernel, resolve_gamma
 from ._threads import check_n_jobs, effective_n_threads
 from ._validation import check_choice, check_positive_int, validate_features_input
@@ -211,8 +211,6 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, RandomFeatureMap):
         check_is_fitted(self, "random_weights_")
         X = validate_features_input(self, X, reset=False)
         n_threads = effective_n_threads(self.n_jobs)
-        from ._fourier_transform import fourier_features
-
         return fourier_features(
             X, self.random_weights_, self.random_offset_, self.feature_map == "cossin", n_threads
         )

@@ -14,6 +14,8 @@ def fourier_dense(
     cossin: bool,
     scale: float,
     n_threads: int,
+    tile_rows: int = ...,
+    col_block: int = ...,
 ) -> None: ...
 def fourier_csr(
     data: npt.NDArray[np.floating],
