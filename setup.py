@@ -10,6 +10,7 @@ Environment knobs (for packagers and for testing, not for users):
 
 * ``RANDFEAT_DISABLE_OPENMP=1``: build serial even where OpenMP works.
 * ``RANDFEAT_EXTRA_CFLAGS``: extra compiler flags, split on whitespace.
+* ``RANDFEAT_BUILD_JOBS``: extensions compiled in parallel (default: CPU count).
 """
 
 import glob
@@ -103,8 +104,12 @@ class BuildExtWithOpenMP(build_ext):
         # Before the base class, which decorates the final Extension objects.
         from Cython.Build import cythonize
 
+        if self.parallel is None:
+            # Compile the extensions in parallel by default (pip and build pass
+            # no -j): the fused-type kernel modules take most of a build.
+            self.parallel = os.environ.get("RANDFEAT_BUILD_JOBS") or os.cpu_count() or 1
         try:
-            nthreads = int(self.parallel or 0)  # -j N, still a string here
+            nthreads = int(self.parallel)  # -j N, still a string here
         except (TypeError, ValueError):
             nthreads = 0
         self.distribution.ext_modules = cythonize(

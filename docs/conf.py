@@ -10,6 +10,7 @@ docs.  Build with warnings as errors::
 """
 
 import os
+import re
 import sys
 
 try:
@@ -40,6 +41,40 @@ autodoc_typehints = "none"  # the numpydoc sections carry the types
 # generate (inherited scikit-learn methods); the class template lists members.
 numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
+
+
+_PARAM_LINE = re.compile(r"^(\s*[\w*][\w*, ]* : )(.+)$")
+_TRAILING_UNDERSCORE = re.compile(r"(?<![`\w])([A-Za-z]\w*)_(?![\w`])")
+
+
+def escape_attribute_names_in_types(app, what, name, obj, options, lines):
+    """Escape ``n_features_in_``-style names in numpydoc ``name : type`` lines.
+
+    scikit-learn style writes shapes like ``ndarray of shape (n_samples,
+    n_features_in_)``; in reStructuredText a word ending in ``_`` is a link
+    reference, which fails the build.  Only the type part of parameter /
+    attribute header lines is touched (never prose or examples).  Runs before
+    numpydoc (lower priority number).
+    """
+    for i, line in enumerate(lines):
+        m = _PARAM_LINE.match(line)
+        if m:
+            lines[i] = m.group(1) + _TRAILING_UNDERSCORE.sub(r"\1\\_", m.group(2))
+
+
+def skip_foreign_members(app, what, name, obj, skip, options):
+    """Skip class members written by other packages (scikit-learn's generated
+    ``set_*_request`` metadata-routing methods): their docstrings refer to
+    scikit-learn's own glossary and labels, which this build does not have."""
+    module = getattr(obj, "__module__", None) or ""
+    if what == "class" and module and not module.startswith("randfeat"):
+        return True
+    return None  # let autodoc decide
+
+
+def setup(app):
+    app.connect("autodoc-process-docstring", escape_attribute_names_in_types, priority=100)
+    app.connect("autodoc-skip-member", skip_foreign_members)
 
 
 def public_api():

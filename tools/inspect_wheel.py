@@ -25,6 +25,7 @@ import zipfile
 import auditwheel
 from elftools.elf.dynamic import DynamicSection
 from elftools.elf.elffile import ELFFile
+from elftools.elf.gnuversions import GNUVerNeedSection
 
 
 def fail(msg):
@@ -37,12 +38,19 @@ def manylinux_policies():
 
 
 def needed_libraries(data):
+    """(DT_NEEDED names, newest GLIBC_x.y symbol version required or None)."""
     elf = ELFFile(io.BytesIO(data))
-    needed = []
+    needed, glibc = [], []
     for section in elf.iter_sections():
         if isinstance(section, DynamicSection):
             needed += [tag.needed for tag in section.iter_tags() if tag.entry.d_tag == "DT_NEEDED"]
-    return needed
+        if isinstance(section, GNUVerNeedSection):
+            for _, auxes in section.iter_versions():
+                for aux in auxes:
+                    m = re.fullmatch(r"GLIBC_(\d+)\.(\d+)(?:\.\d+)?", aux.name)
+                    if m:
+                        glibc.append((int(m.group(1)), int(m.group(2))))
+    return needed, max(glibc, default=None)
 
 
 def main(wheel_path):
@@ -61,19 +69,24 @@ def main(wheel_path):
 
     with zipfile.ZipFile(wheel) as zf:
         names = zf.namelist()
-        vendored = {pathlib.PurePosixPath(n).name for n in names if n.startswith("randfeat.libs/")}
+        vendored = {pathlib.PurePosixPath(n).name for n in names if n.startswith("randfeat.libs/") and not n.endswith("/")}
         extensions = []
+        glibc_floor = {}  # "own" (randfeat's extensions) / "vendored" -> newest GLIBC needed
         for name in names:
             data = zf.read(name)
             if not data.startswith(b"\x7fELF"):
                 continue
-            needed = needed_libraries(data)
+            needed, glibc = needed_libraries(data)
             bad = [lib for lib in needed if lib not in allowed and lib not in vendored]
-            print(f"  {name}: needs {', '.join(needed) or 'nothing'}")
+            glibc_text = f"; glibc >= {glibc[0]}.{glibc[1]}" if glibc else ""
+            print(f"  {name}: needs {', '.join(needed) or 'nothing'}{glibc_text}")
             if bad:
                 fail(f"{name} needs {bad}: neither allowed by {policy_name} nor vendored")
             if name.startswith("randfeat/"):
                 extensions.append((name, needed))
+            kind = "own" if name.startswith("randfeat/") else "vendored"
+            if glibc:
+                glibc_floor[kind] = max(glibc_floor.get(kind, glibc), glibc)
 
     if not extensions:
         fail("no compiled extension in the wheel")
@@ -84,6 +97,8 @@ def main(wheel_path):
         if "libgomp.so.1" in needed:
             fail(f"{name} still needs the system libgomp.so.1")
     print(f"  vendored: {', '.join(sorted(vendored))}")
+    for kind, (major, minor) in sorted(glibc_floor.items()):
+        print(f"  {kind} libraries need glibc >= {major}.{minor}")
 
     modules = {pathlib.PurePosixPath(n).name.split(".")[0] for n, _ in extensions}
     expected = {"randfeat/py.typed"} | {f"randfeat/{m}.pyi" for m in modules}

@@ -9,6 +9,7 @@ from ._dispatch import check_vector_isa_env
 
 check_vector_isa_env()
 
+from . import datasets  # noqa: E402
 from ._binning import RandomBinningFeatures  # noqa: E402
 from ._config import get_config, show_config  # noqa: E402
 from ._fourier import RandomFourierFeatures  # noqa: E402
@@ -20,6 +21,7 @@ __all__ = [
     "RandomBinningFeatures",
     "RandomFourierFeatures",
     "__version__",
+    "datasets",
     "get_config",
     "kernel_matrix",
     "Ridge",

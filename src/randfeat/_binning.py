@@ -91,6 +91,8 @@ class RandomBinningFeatures(ClassNamePrefixFeaturesOutMixin, RandomFeatureMap):
         Columns of grid p are ``grid_offsets_[p]:grid_offsets_[p + 1]``.
     n_features_out_ : int
         Total number of occupied bins, the output width.
+    n_grids_ : int
+        Number of grids actually drawn (``n_grids``).
 
     Notes
     -----
@@ -193,11 +195,11 @@ class RandomBinningFeatures(ClassNamePrefixFeaturesOutMixin, RandomFeatureMap):
         indices = np.empty(n * P, dtype=idx)
         counts = np.empty(n, dtype=np.int64)
         args = _source_args(X)
-        rowbuf, hashbuf = self._scratch(n_threads, d)
+        rowbuf, hashbuf, colbuf = self._scratch(n_threads, d)
         nnz = _binning_fast.transform_rows(
             *args, n, d, self._U, self._INV, P,
             self.bin_hashes_, self.grid_offsets_, self._dir, self._dir_offsets, self._dir_bits,
-            indices, counts, rowbuf, hashbuf, n_threads,
+            indices, counts, rowbuf, hashbuf, colbuf, n_threads,
         )
         indptr = np.zeros(n + 1, dtype=idx)
         np.cumsum(counts, out=indptr[1:])
@@ -273,10 +275,12 @@ class RandomBinningFeatures(ClassNamePrefixFeaturesOutMixin, RandomFeatureMap):
             )
 
     def _scratch(self, n_threads, d):
-        # Per-thread row and hash buffers, padded to whole 64-byte lines.
+        # Per-thread row, hash and column buffers, padded to whole 64-byte lines.
+        width = self._U.shape[1] + 8
         return (
             np.zeros((n_threads, -(-d // 8) * 8 + 8)),
-            np.zeros((n_threads, self._U.shape[1] + 8), dtype=np.uint64),
+            np.zeros((n_threads, width), dtype=np.uint64),
+            np.zeros((n_threads, width), dtype=np.int64),
         )
 
     def _fit(self, X, return_features):
@@ -299,23 +303,18 @@ class RandomBinningFeatures(ClassNamePrefixFeaturesOutMixin, RandomFeatureMap):
         data = np.empty(n * P, dtype=X.dtype)
         h64, lo, hi = _hash_store(indices, data)
         args = _source_args(X)
-        rowbuf, hashbuf = self._scratch(n_threads, d)
+        rowbuf, hashbuf, colbuf = self._scratch(n_threads, d)
         _binning_fast.hash_rows(*args, n, d, self._U, self._INV, P, h64, lo, hi, rowbuf, hashbuf, n_threads)
-        del rowbuf, hashbuf
+        # With features wanted, each group of grids also leaves every row's rank
+        # in its vocabulary in `indices` while that vocabulary is in cache.
+        ranks = {"ranks64" if idx == np.int64 else "ranks32": indices} if return_features else {}
         (self.bin_hashes_, self.grid_offsets_, self._dir, self._dir_offsets, self._dir_bits) = (
-            _binning_fast.build_vocabularies(h64, lo, hi, n, P, n_threads)
+            _binning_fast.build_vocabularies(h64, lo, hi, n, P, n_threads, **ranks)
         )
         self.n_features_out_ = int(self.grid_offsets_[-1])
         if not return_features:
             return None
-        if idx == np.int32 and self.n_features_out_ >= np.iinfo(np.int32).max:  # pragma: no cover
-            raise AssertionError("n_features_out_ cannot exceed n_samples * n_grids")
-        missing = _binning_fast.fill_training_csr(
-            h64, lo, hi, n, P, self.bin_hashes_, self.grid_offsets_, self._dir,
-            self._dir_offsets, self._dir_bits, indices, data, self._value, n_threads,
-        )
-        if missing:  # pragma: no cover - would be a bug in the vocabulary build
-            raise RuntimeError(f"internal error: {missing} training bins missing from the vocabulary")
+        _binning_fast.finish_training_csr(n, P, self.grid_offsets_, indices, data, self._value, n_threads)
         indptr = np.arange(0, n * P + 1, P, dtype=idx)
         return _csr(data, indices, indptr, (n, self.n_features_out_))
 

@@ -31,15 +31,21 @@ cdef extern from "randfeat_binning.h" nogil:
     void rf_hstore_put(const rf_hstore *s, int64_t k, uint64_t h)
     uint64_t rf_hstore_get(const rf_hstore *s, int64_t k)
     int64_t rf_vocab_find(uint64_t h, const uint64_t *keys, const uint32_t *dir, int bits)
-    int rf_grid_vocab(const rf_hstore *s, int64_t n, int64_t stride, int64_t offset,
-                      uint64_t **keys_out, int64_t *nkeys_out, uint32_t **dir_out,
-                      int *bits_out)
+    void rf_lookup_row(const uint64_t *h, int64_t P, const uint64_t *keys, const int64_t *koff,
+                       const uint32_t *dir, const int64_t *doff, const int *bits, int64_t *cols)
+    int rf_grid_vocab_group(const rf_hstore *s, int64_t n, int64_t P, int64_t p0, int G,
+                            int64_t budget, uint64_t **keys_out, int64_t *nkeys_out,
+                            uint32_t **dir_out, int *bits_out, void *ind, int ind64)
 
 rf_binning_init_dispatch()
 
 # Rows per work unit; fixed so the work split never depends on the thread count.
 cdef enum:
     ROW_CHUNK = 256
+    # Grids whose vocabularies are built in one pass over the rows, and the
+    # memory their hash sets may take together before falling back to one grid.
+    GRID_GROUP = 8
+    GROUP_BUDGET = 16 * 1024 * 1024
 
 ctypedef fused index_t:
     int32_t
@@ -107,30 +113,62 @@ def hash_rows(bint is_csr, const floating[:, :] X, const floating[::1] Xd,
 
 
 def build_vocabularies(uint64_t[::1] h64, uint32_t[::1] lo, uint32_t[::1] hi,
-                       Py_ssize_t n, Py_ssize_t P, int n_threads):
+                       Py_ssize_t n, Py_ssize_t P, int n_threads,
+                       int32_t[::1] ranks32=None, int64_t[::1] ranks64=None,
+                       int64_t group_budget=GROUP_BUDGET):
     """Sorted distinct hashes of each grid and their lookup directories.
 
     Returns ``(keys, key_offsets, directory, dir_offsets, dir_bits)``: grid p's
     keys are ``keys[key_offsets[p]:key_offsets[p+1]]`` (uint64, ascending),
     its directory ``directory[dir_offsets[p]:dir_offsets[p+1]]`` (uint32,
-    2**dir_bits[p] + 1 entries).  Grids are processed in parallel, one per
-    task; each grid's result is independent of which thread built it.
+    2**dir_bits[p] + 1 entries).  Tasks are groups of ``GRID_GROUP``
+    neighbouring grids (one pass over the rows per group, a group falls back
+    to one grid at a time if its sets outgrow ``GROUP_BUDGET`` bytes); each
+    grid's result is independent of grouping and of which thread built it
+    (``group_budget=0`` forces one grid at a time; the tests compare both).
+
+    If ``ranks32`` or ``ranks64`` (the output CSR's indices, length n*P) is
+    given, slot i*P + p then receives the rank of row i's hash within grid p,
+    found while the group's vocabularies are still in cache (fit_transform);
+    ``finish_training_csr`` turns ranks into columns.
     """
     cdef rf_hstore s = _store(h64, lo, hi)
     cdef uint64_t **kp = <uint64_t **>calloc(P, sizeof(uint64_t *))
     cdef uint32_t **dp = <uint32_t **>calloc(P, sizeof(uint32_t *))
     cdef int64_t[::1] nk = np.zeros(P, dtype=np.int64)
     cdef int[::1] bits = np.zeros(P, dtype=np.intc)
-    cdef int32_t[::1] status = np.zeros(P, dtype=np.int32)
-    cdef Py_ssize_t p
+    cdef Py_ssize_t ngroups = (P + GRID_GROUP - 1) // GRID_GROUP
+    cdef int32_t[::1] status = np.zeros(ngroups, dtype=np.int32)
+    cdef Py_ssize_t p, grp, p0, g
+    cdef int G, st
+    cdef void *ind = NULL
+    cdef int ind64 = 0
+    if ranks64 is not None and ranks64.shape[0] > 0:
+        ind = &ranks64[0]
+        ind64 = 1
+    elif ranks32 is not None and ranks32.shape[0] > 0:
+        ind = &ranks32[0]
     if kp == NULL or dp == NULL:
         free(kp)
         free(dp)
         raise MemoryError("binning vocabulary")
     try:
         with nogil:
-            for p in prange(P, schedule='dynamic', chunksize=1, num_threads=n_threads):
-                status[p] = rf_grid_vocab(&s, n, P, p, &kp[p], &nk[p], &dp[p], &bits[p])
+            for grp in prange(ngroups, schedule='dynamic', chunksize=1, num_threads=n_threads):
+                p0 = grp * GRID_GROUP
+                G = <int>min(<Py_ssize_t>GRID_GROUP, P - p0)
+                st = rf_grid_vocab_group(&s, n, P, p0, G, group_budget,
+                                         &kp[p0], &nk[p0], &dp[p0], &bits[p0], ind, ind64)
+                if st == -2:  # over budget together: one grid at a time
+                    st = 0
+                    for g in range(G):
+                        if st == 0:
+                            st = rf_grid_vocab_group(&s, n, P, p0 + g, 1, group_budget,
+                                                     &kp[p0 + g], &nk[p0 + g], &dp[p0 + g],
+                                                     &bits[p0 + g], ind, ind64)
+                status[grp] = st
+        if np.any(np.asarray(status) == -3):  # pragma: no cover - a bug, not a user error
+            raise RuntimeError("internal error: training bins missing from the vocabulary")
         if np.any(np.asarray(status) != 0):
             raise MemoryError("not enough memory for the binning vocabulary")
         key_offsets = np.zeros(P + 1, dtype=np.int64)
@@ -166,37 +204,23 @@ cdef void _gather_pieces(uint64_t **kp, uint32_t **dp, uint64_t[::1] keys,
         dp[p] = NULL
 
 
-def fill_training_csr(uint64_t[::1] h64, uint32_t[::1] lo, uint32_t[::1] hi,
-                      Py_ssize_t n, Py_ssize_t P, const uint64_t[::1] keys,
-                      const int64_t[::1] koff, const uint32_t[::1] directory,
-                      const int64_t[::1] doff, const int[::1] bits,
-                      index_t[::1] indices, floating[::1] data, double value,
-                      int n_threads):
-    """Replace each stored hash by its column and value, in place (fit_transform).
+def finish_training_csr(Py_ssize_t n, Py_ssize_t P, const int64_t[::1] koff,
+                        index_t[::1] indices, floating[::1] data, double value, int n_threads):
+    """Turn the ranks left by ``build_vocabularies`` into columns and set the values.
 
-    The hash store aliases ``indices``/``data``: each slot is read, then
-    overwritten, by the same thread.  Returns the number of hashes not found
-    (0 unless the vocabulary does not belong to these hashes).
+    indices[i*P + p] += koff[p]; data[:] = value (overwriting the hash halves
+    it may still hold).
     """
-    cdef rf_hstore s = _store(h64, lo, hi)
     cdef Py_ssize_t nchunks = (n + ROW_CHUNK - 1) // ROW_CHUNK
     cdef Py_ssize_t c, i, p, k
-    cdef int64_t col
-    cdef Py_ssize_t missing = 0
     cdef floating v = <floating>value
     with nogil:
-        for c in prange(nchunks, schedule='dynamic', num_threads=n_threads):
+        for c in prange(nchunks, schedule='static', num_threads=n_threads):
             for i in range(c * ROW_CHUNK, min((c + 1) * ROW_CHUNK, n)):
                 for p in range(P):
                     k = i * P + p
-                    col = rf_vocab_find(rf_hstore_get(&s, k), &keys[koff[p]],
-                                        &directory[doff[p]], bits[p])
-                    if col < 0:
-                        missing += 1
-                        col = 0
-                    indices[k] = <index_t>(koff[p] + col)
+                    indices[k] = <index_t>(indices[k] + koff[p])
                     data[k] = v
-    return missing
 
 
 def transform_rows(bint is_csr, const floating[:, :] X, const floating[::1] Xd,
@@ -205,7 +229,8 @@ def transform_rows(bint is_csr, const floating[:, :] X, const floating[::1] Xd,
                    Py_ssize_t P, const uint64_t[::1] keys, const int64_t[::1] koff,
                    const uint32_t[::1] directory, const int64_t[::1] doff,
                    const int[::1] bits, index_t[::1] indices, int64_t[::1] counts,
-                   double[:, ::1] rowbuf, uint64_t[:, ::1] hashbuf, int n_threads):
+                   double[:, ::1] rowbuf, uint64_t[:, ::1] hashbuf, int64_t[:, ::1] colbuf,
+                   int n_threads):
     """Hash and look up each row; row i's found columns go to indices[i*P : i*P + counts[i]].
 
     Columns come out sorted because grids are visited in order and grid p's
@@ -214,22 +239,23 @@ def transform_rows(bint is_csr, const floating[:, :] X, const floating[::1] Xd,
     cdef Py_ssize_t Ppad = U.shape[1]
     cdef Py_ssize_t nchunks = (n + ROW_CHUNK - 1) // ROW_CHUNK
     cdef Py_ssize_t c, i, p, t, cnt
-    cdef int64_t col
     cdef double *buf
     cdef uint64_t *hb
+    cdef int64_t *cb
     with nogil, parallel(num_threads=n_threads):
         t = threadid()
         buf = &rowbuf[t, 0]
         hb = &hashbuf[t, 0]
+        cb = &colbuf[t, 0]
         for c in prange(nchunks, schedule='dynamic'):
             for i in range(c * ROW_CHUNK, min((c + 1) * ROW_CHUNK, n)):
                 _load_row(is_csr, X, Xd, Xi, Xp, i, d, buf)
                 rf_binning_hash_row(buf, d, Ppad, &U[0, 0], &INV[0, 0], hb)
+                rf_lookup_row(hb, P, &keys[0], &koff[0], &directory[0], &doff[0], &bits[0], cb)
                 cnt = 0
                 for p in range(P):
-                    col = rf_vocab_find(hb[p], &keys[koff[p]], &directory[doff[p]], bits[p])
-                    if col >= 0:
-                        indices[i * P + cnt] = <index_t>(koff[p] + col)
+                    if cb[p] >= 0:
+                        indices[i * P + cnt] = <index_t>cb[p]
                         cnt = cnt + 1
                 counts[i] = cnt
     return int(np.sum(counts))

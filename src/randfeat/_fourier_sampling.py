@@ -13,8 +13,9 @@ features are ``cos(X @ W + b)``:
   row is still distributed as p(ω) but rows within a block are orthogonal.
   Only for spherically symmetric densities (``KernelSpec.radial_norms``).
 * ``qmc``: randomised quasi-Monte Carlo (Avron et al., 2016).  A scrambled
-  Sobol sequence (Halton beyond Sobol's maximum dimension) pushed through the
-  inverse CDF of the spectral density (``KernelSpec.frequency_ppf``).
+  Sobol sequence (beyond Sobol's 21201 dimensions, a randomly shifted Halton
+  sequence) pushed through the inverse CDF of the spectral density
+  (``KernelSpec.frequency_ppf``).
 """
 
 import warnings
@@ -77,7 +78,12 @@ def _qmc_points(dim, n, rng):
             warnings.filterwarnings("ignore", message=".*balance properties of Sobol.*")
             U = sampler.random(n)
     else:
-        U = qmc.Halton(dim, scramble=True, rng=seed).random(n)
+        # Beyond Sobol's dimensions scipy's scrambled Halton needs memory
+        # growing like dim² (tens of GB here), so: plain Halton randomised by
+        # a uniform shift modulo 1 (Cranley-Patterson rotation), still an
+        # unbiased randomised QMC design.
+        U = qmc.Halton(dim, scramble=False).random(n)
+        U = (U + rng.random(dim)) % 1.0
     return np.clip(U, _U_EPS, 1.0 - _U_EPS)
 
 

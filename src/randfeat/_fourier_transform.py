@@ -1,34 +1,84 @@
-"""Glue between RandomFourierFeatures and the fused kernel.
+"""Glue between RandomFourierFeatures and the fused kernel in ``_fourier_fast``.
 
-Chooses the memory layout the kernel can take, casts W and b to X's dtype,
+Chooses a memory layout the kernel takes, casts W and b to X's dtype,
 allocates the output and calls the kernel with BLAS limited to one thread.
 """
 
 import numpy as np
 import scipy.sparse as sp
 
+from . import _fourier_fast
+from ._threads import single_threaded_blas
+
+_INT32_MAX = np.iinfo(np.int32).max
+# Output elements worth waking one more thread for (~0.2 ms of work): below
+# that, starting and joining an OpenMP team costs more than it saves.  The
+# output does not depend on the thread count, so this is purely for speed.
+_ELEMENTS_PER_THREAD = 1 << 18
+
+
+def _gemm_ready(X):
+    """Return X itself if gemm can read it (one unit stride), else a C copy."""
+    item = X.itemsize
+    s0, s1 = X.strides
+    n, d = X.shape
+    if n == 1 or d == 1:
+        # One of the strides is meaningless; a copy is at most one row/column.
+        return np.ascontiguousarray(X)
+    if s1 == item and s0 >= d * item and s0 % item == 0:
+        return X  # C order, possibly every k-th row of a larger array
+    if s0 == item and s1 >= n * item and s1 % item == 0:
+        return X  # Fortran order, possibly every k-th column
+    return np.ascontiguousarray(X)
+
 
 def fourier_features(X, W, b, cossin, n_threads):
     """Return ``sqrt(1/D') [cos XW, sin XW]`` (cossin) or ``sqrt(2/D) cos(XW + b)``.
 
-    X is validated (2-D, finite, float32/float64, dense or canonical CSR).
-    Temporary NumPy implementation, chunked over rows.
+    Parameters
+    ----------
+    X : ndarray or CSR matrix of shape (n_samples, d), float32 or float64
+        Validated input (finite, canonical CSR).
+    W : ndarray of shape (d, n_freq)
+    b : ndarray of shape (n_freq,) or None
+        Phases of the ``cos`` map; None for ``cossin``.
+    cossin : bool
+    n_threads : int
+
+    Returns
+    -------
+    Z : ndarray of shape (n_samples, 2 * n_freq or n_freq), X's dtype, C order
     """
     dtype = X.dtype
-    W = W.astype(dtype, copy=False)
-    n, n_freq = X.shape[0], W.shape[1]
+    W = np.ascontiguousarray(W, dtype=dtype)
+    n_freq = W.shape[1]
     D = 2 * n_freq if cossin else n_freq
-    out = np.empty((n, D), dtype=dtype)
     scale = np.sqrt(1.0 / n_freq) if cossin else np.sqrt(2.0 / D)
-    step = max(1, (1 << 20) // max(D, 1))
-    for r0 in range(0, n, step):
-        XW = X[r0 : r0 + step] @ W
-        if sp.issparse(XW):
-            XW = XW.toarray()
-        XW = np.asarray(XW)
-        if cossin:
-            out[r0 : r0 + step, :n_freq] = np.cos(XW) * scale
-            out[r0 : r0 + step, n_freq:] = np.sin(XW) * scale
+    b = np.zeros(0, dtype=dtype) if cossin else np.ascontiguousarray(b, dtype=dtype)
+    if max(X.shape[1], n_freq, D) > _INT32_MAX:
+        raise ValueError("n_features and n_components must each be below 2**31 (BLAS int sizes)")
+    # np.empty: pages are first touched by the threads that write them.
+    out = np.empty((X.shape[0], D), dtype=dtype)
+    n_threads = max(1, min(n_threads, out.size // _ELEMENTS_PER_THREAD))
+    with single_threaded_blas():
+        if sp.issparse(X):
+            index_dtype = np.result_type(X.indices.dtype, X.indptr.dtype)
+            if index_dtype not in (np.int32, np.int64):
+                index_dtype = np.int64
+            _fourier_fast.fourier_csr(
+                X.data,
+                X.indices.astype(index_dtype, copy=False),
+                X.indptr.astype(index_dtype, copy=False),
+                W,
+                b,
+                out,
+                cossin,
+                scale,
+                n_threads,
+            )
         else:
-            out[r0 : r0 + step] = np.cos(XW + b.astype(dtype, copy=False)) * scale
+            X = _gemm_ready(X)
+            if max(X.strides) // X.itemsize > _INT32_MAX:
+                X = np.ascontiguousarray(X)
+            _fourier_fast.fourier_dense(X, W, b, out, cossin, scale, n_threads)
     return out

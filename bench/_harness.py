@@ -1,0 +1,258 @@
+"""Shared plumbing of the benchmark scripts: progress lines, timing, peak
+memory, results directory, machine description, data-file loading.
+
+Not a library module: the scripts in bench/ import it from their own folder.
+"""
+
+import ctypes
+import json
+import os
+import platform
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+BENCH_DIR = Path(__file__).resolve().parent
+DEFAULT_RESULTS = BENCH_DIR / "results"
+
+_T0 = time.perf_counter()
+
+
+def progress(msg):
+    """One progress line on stderr, stamped with seconds since start."""
+    print(f"[{time.perf_counter() - _T0:7.1f}s] {msg}", file=sys.stderr, flush=True)
+
+
+class HarnessError(Exception):
+    """A user-facing problem (bad file, no network...): printed without a traceback."""
+
+
+# ------------------------------------------------------------------- memory
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+def current_rss():
+    """Resident set size of this process in bytes (Linux /proc; else max RSS)."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * _PAGE
+    except OSError:
+        import resource
+
+        scale = 1 if sys.platform == "darwin" else 1024
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale
+
+
+def _trim_heap():
+    # Give freed heap memory back to the OS so that the next measurement's
+    # baseline is honest (glibc keeps freed small blocks otherwise).
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
+class PeakMemory:
+    """Context manager: peak RSS increase over the RSS at entry, sampled.
+
+    A background thread reads the RSS every ``interval`` seconds (it gets the
+    GIL whenever NumPy, BLAS or a nogil kernel releases it, and at least every
+    few ms otherwise), so short spikes between samples can be missed: the
+    figure is a lower bound of the true peak, good to a few percent for the
+    allocations of hundreds of MB that matter here.
+    """
+
+    def __init__(self, interval=0.005):
+        self.interval = interval
+        self.peak_bytes = 0
+
+    def __enter__(self):
+        import gc
+
+        gc.collect()
+        _trim_heap()
+        self._base = current_rss()
+        self._peak = self._base
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+        return self
+
+    def _run(self):
+        while not self._stop.wait(self.interval):
+            self._peak = max(self._peak, current_rss())
+
+    def __exit__(self, *exc):
+        self._peak = max(self._peak, current_rss())
+        self._stop.set()
+        self._thread.join()
+        self.peak_bytes = max(0, self._peak - self._base)
+        return False
+
+
+def timed(fn, *args, **kwargs):
+    """Run ``fn``; return (result, seconds, peak extra bytes)."""
+    with PeakMemory() as mem:
+        t = time.perf_counter()
+        out = fn(*args, **kwargs)
+        seconds = time.perf_counter() - t
+    return out, seconds, mem.peak_bytes
+
+
+# ----------------------------------------------------------------- formatting
+def fmt_seconds(s):
+    if s is None or not np.isfinite(s):
+        return "—"
+    if s < 1:
+        return f"{s * 1000:.0f} ms"
+    if s < 120:
+        return f"{s:.1f} s"
+    if s < 7200:
+        return f"{s / 60:.1f} min"
+    return f"{s / 3600:.1f} h"
+
+
+def fmt_bytes(b):
+    if b is None:
+        return "—"
+    if b < 1e6:
+        return f"{b / 1e3:.0f} kB"
+    if b < 1e9:
+        return f"{b / 1e6:.0f} MB"
+    return f"{b / 1e9:.2f} GB"
+
+
+def machine_info():
+    """What a reader needs to weigh the timings."""
+    info = {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "processor": platform.processor() or platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "load_average_1min": round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None,
+    }
+    try:
+        import randfeat
+
+        info["randfeat"] = randfeat.__version__
+    except ImportError:  # pragma: no cover - the scripts need randfeat anyway
+        info["randfeat"] = None
+    import scipy
+    import sklearn
+
+    info["numpy"], info["scipy"], info["sklearn"] = np.__version__, scipy.__version__, sklearn.__version__
+    try:
+        with open("/proc/meminfo") as f:
+            info["mem_total_gb"] = round(int(f.readline().split()[1]) / 1e6, 1)
+    except OSError:
+        pass
+    return info
+
+
+def results_dir(path=None):
+    out = Path(path) if path else DEFAULT_RESULTS
+    out.mkdir(parents=True, exist_ok=True)
+    return out
+
+
+def write_json(path, obj):
+    def default(o):
+        if isinstance(o, (np.integer,)):
+            return int(o)
+        if isinstance(o, (np.floating,)):
+            return float(o)
+        if isinstance(o, np.ndarray):
+            return o.tolist()
+        return str(o)
+
+    Path(path).write_text(json.dumps(obj, indent=2, default=default) + "\n")
+
+
+# ---------------------------------------------------------------- data files
+SVMLIGHT_SUFFIXES = {".svm", ".svmlight", ".libsvm", ".txt", ".t", ".scale", ".binary", ".dat", ""}
+
+
+def load_data_file(path, *, target_column=-1):
+    """Load (X, y) from an svmlight/libsvm, .npz or .csv file, with clear errors.
+
+    Parameters
+    ----------
+    path : str or Path
+        ``.npz``: arrays ``X`` and ``y`` (optionally ``X_test``/``y_test``,
+        returned under ``"test"``).  ``.csv``/``.tsv``: numeric table, one
+        header line allowed, target in ``target_column``.  Anything else is
+        read as svmlight/libsvm (``sklearn.datasets.load_svmlight_file``),
+        the format of LIBSVM's copies of a9a, cadata and covtype.
+
+    Returns
+    -------
+    dict with ``X``, ``y`` and optionally ``test`` = (X_test, y_test).
+    """
+    path = Path(path)
+    if not path.exists():
+        raise HarnessError(f"--data {path}: no such file")
+    if path.is_dir():
+        raise HarnessError(f"--data {path}: is a directory, expected a data file")
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".npz":
+            return _load_npz(path)
+        if suffix in (".csv", ".tsv"):
+            return _load_csv(path, target_column, "\t" if suffix == ".tsv" else ",")
+        return _load_svmlight(path)
+    except HarnessError:
+        raise
+    except (ValueError, OSError, KeyError, EOFError) as exc:
+        kind = {".npz": "an .npz file", ".csv": "a CSV file", ".tsv": "a TSV file"}.get(suffix, "an svmlight/libsvm file")
+        raise HarnessError(f"--data {path}: could not read it as {kind}: {exc}") from None
+
+
+def _load_svmlight(path):
+    from sklearn.datasets import load_svmlight_file
+
+    X, y = load_svmlight_file(str(path))
+    if X.shape[0] == 0:
+        raise HarnessError(f"--data {path}: the file holds no samples")
+    return {"X": X.tocsr(), "y": y}
+
+
+def _load_npz(path):
+    with np.load(path, allow_pickle=False) as z:
+        missing = [k for k in ("X", "y") if k not in z.files]
+        if missing:
+            raise HarnessError(f"--data {path}: the .npz file has no array {' or '.join(missing)} (it has {z.files})")
+        out = {"X": z["X"], "y": z["y"]}
+        if "X_test" in z.files and "y_test" in z.files:
+            out["test"] = (z["X_test"], z["y_test"])
+    _check_xy(path, out["X"], out["y"])
+    return out
+
+
+def _load_csv(path, target_column, delimiter):
+    with open(path) as f:
+        first = f.readline()
+    skip = 0
+    try:
+        [float(v) for v in first.strip().split(delimiter) if v.strip()]
+    except ValueError:
+        skip = 1  # a header line
+    data = np.loadtxt(path, delimiter=delimiter, skiprows=skip, ndmin=2)
+    if data.shape[1] < 2:
+        raise HarnessError(f"--data {path}: need at least two columns (features and a target), got {data.shape[1]}")
+    y = data[:, target_column]
+    X = np.delete(data, target_column % data.shape[1], axis=1)
+    _check_xy(path, X, y)
+    return {"X": X, "y": y}
+
+
+def _check_xy(path, X, y):
+    X = np.asarray(X) if not hasattr(X, "tocsr") else X
+    if getattr(X, "ndim", 2) != 2:
+        raise HarnessError(f"--data {path}: X must be 2-D, got shape {X.shape}")
+    if np.ndim(y) != 1 or X.shape[0] != np.shape(y)[0]:
+        raise HarnessError(f"--data {path}: X has {X.shape[0]} rows but y has shape {np.shape(y)}")
+    if X.shape[0] == 0:
+        raise HarnessError(f"--data {path}: the file holds no samples")
