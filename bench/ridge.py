@@ -8,10 +8,9 @@ jobs: absolute times are noisy, ratios less so):
    ``Ridge(solver="sparse_cg", tol=1e-6)`` on the CSR of
    ``RandomBinningFeatures(50)`` (float64) of Forest-Cover-like data.  Both
    solutions' relative residuals on the same normal equations
-   ‖Z_cᵀy_c − (Z_cᵀZ_c + αI)w‖ / ‖Z_cᵀy_c‖ are computed and reported; if
-   randfeat's is larger than scikit-learn's, randfeat is re-timed with
-   ``tol`` set to scikit-learn's residual, so the ratio compares equal
-   accuracy.
+   ‖Z_cᵀy_c − (Z_cᵀZ_c + αI)w‖ / ‖Z_cᵀy_c‖ are computed and reported, and
+   randfeat is re-timed with ``tol`` set to scikit-learn's residual, so the
+   ratio compares equal accuracy (the tol=1e-6 timing is in the notes).
 2. CG, 7 targets: ``RidgeClassifier(solver="cg")`` vs scikit-learn
    ``RidgeClassifier(solver="sparse_cg")`` (which solves the one-vs-rest
    targets one after another) on the same matrix.
@@ -120,22 +119,23 @@ def bench_cg(n, repeats, log):
     )
     r_ours = normal_equation_residual(Z, t, outs["randfeat"].coef_, ALPHA)[0]
     r_sk = normal_equation_residual(Z, t, outs["sklearn"].coef_, ALPHA)[0]
-    ours_t, ours_tol, ours_iter = med["randfeat"], 1e-6, int(outs["randfeat"].n_iter_[0])
-    if r_ours > r_sk:
-        # Re-time at scikit-learn's accuracy so the ratio compares like with like.
-        ours_tol = float(r_sk)
-        med2, outs2 = alternate({"randfeat": lambda: Ridge(ALPHA, solver="cg", tol=ours_tol).fit(Z, t)}, repeats)
-        ours_t = med2["randfeat"]
-        r_ours = normal_equation_residual(Z, t, outs2["randfeat"].coef_, ALPHA)[0]
-        ours_iter = int(outs2["randfeat"].n_iter_[0])
+    t_1e6, r_1e6, it_1e6 = med["randfeat"], r_ours, int(outs["randfeat"].n_iter_[0])
+    # Same accuracy: re-time randfeat with tol = scikit-learn's residual
+    # (looser or tighter than 1e-6, whichever scikit-learn reached).
+    ours_tol = float(r_sk)
+    med2, outs2 = alternate({"randfeat": lambda: Ridge(ALPHA, solver="cg", tol=ours_tol).fit(Z, t)}, repeats)
+    ours_t = med2["randfeat"]
+    r_ours = normal_equation_residual(Z, t, outs2["randfeat"].coef_, ALPHA)[0]
+    ours_iter = int(outs2["randfeat"].n_iter_[0])
     sk_iter = outs["sklearn"].n_iter_
     rows.append(
         dict(
             case="CG binning, 1 target", shape=f"{Z.shape[0]}x{Z.shape[1]} nnz={Z.nnz}", dtype="float64",
             randfeat_s=ours_t, baseline="sklearn Ridge sparse_cg", baseline_s=med["sklearn"],
             ratio=med["sklearn"] / ours_t, bar=4.0,
-            note=f"tol={ours_tol:.2e}; residual randfeat {r_ours:.2e} ({ours_iter} it) vs sklearn {r_sk:.2e} "
-            f"({int(np.max(sk_iter)) if sk_iter is not None else '?'} it)",
+            note=f"randfeat tol={ours_tol:.2e} (= sklearn's residual): residual {r_ours:.2e} ({ours_iter} it) vs "
+            f"sklearn {r_sk:.2e}; at tol=1e-6 randfeat took {t_1e6:.1f} s ({it_1e6} it, residual {r_1e6:.2e}, "
+            f"ratio {med['sklearn'] / t_1e6:.2f}x)",
         )
     )
     log(rows[-1])
@@ -151,21 +151,23 @@ def bench_cg(n, repeats, log):
     T = LabelBinarizer(pos_label=1, neg_label=-1).fit_transform(y7)
     r_ours = normal_equation_residual(Z, T, outs["randfeat"].coef_, ALPHA)
     r_sk = normal_equation_residual(Z, T, outs["sklearn"].coef_, ALPHA)
-    ours_t, ours_tol = med["randfeat"], 1e-6
-    if np.any(r_ours > r_sk):
-        ours_tol = float(np.min(r_sk))
-        med2, outs2 = alternate({"randfeat": lambda: RidgeClassifier(ALPHA, solver="cg", tol=ours_tol).fit(Z, y7)}, repeats)
-        ours_t = med2["randfeat"]
-        r_ours = normal_equation_residual(Z, T, outs2["randfeat"].coef_, ALPHA)
-        outs["randfeat"] = outs2["randfeat"]
+    t_1e6, r_1e6 = med["randfeat"], r_ours
+    # Same accuracy: every target at least as accurate as scikit-learn's best.
+    ours_tol = float(np.min(r_sk))
+    med2, outs2 = alternate({"randfeat": lambda: RidgeClassifier(ALPHA, solver="cg", tol=ours_tol).fit(Z, y7)}, repeats)
+    ours_t = med2["randfeat"]
+    r_ours = normal_equation_residual(Z, T, outs2["randfeat"].coef_, ALPHA)
+    outs["randfeat"] = outs2["randfeat"]
     agree = float(np.mean(outs["randfeat"].predict(Z) == outs["sklearn"].predict(Z)))
     rows.append(
         dict(
             case="CG binning, 7 targets (classifier)", shape=f"{Z.shape[0]}x{Z.shape[1]} nnz={Z.nnz}",
             dtype="float64", randfeat_s=ours_t, baseline="sklearn RidgeClassifier sparse_cg",
             baseline_s=med["sklearn"], ratio=med["sklearn"] / ours_t, bar=10.0,
-            note=f"tol={ours_tol:.2e}; max residual randfeat {r_ours.max():.2e} (iters "
-            f"{outs['randfeat'].n_iter_.tolist()}) vs sklearn {r_sk.max():.2e}; predictions agree {agree:.4f}",
+            note=f"randfeat tol={ours_tol:.2e} (= min of sklearn's residuals): max residual {r_ours.max():.2e} "
+            f"(iters {outs['randfeat'].n_iter_.tolist()}) vs sklearn max {r_sk.max():.2e}; at tol=1e-6 randfeat "
+            f"took {t_1e6:.1f} s (max residual {r_1e6.max():.2e}, ratio {med['sklearn'] / t_1e6:.2f}x); "
+            f"predictions agree {agree:.4f}",
         )
     )
     log(rows[-1])
