@@ -761,16 +761,20 @@ def main(argv=None):
     if threads is None and os.getloadavg()[0] > (os.cpu_count() or 1):
         progress(f"warning: load average {os.getloadavg()[0]:.1f} exceeds {os.cpu_count()} cores; multi-threaded "
                  "timings will be inflated and noisy (--threads 1 is steadier on a shared machine)")
+    out = results_dir(args.out)
+    stem = args.tag or f"table1_{profile_name}"
+
+    def write_outputs():  # after every data set, so a long run leaves its finished sets behind
+        meta["total_seconds"] = time.perf_counter() - t0
+        (out / f"{stem}.md").write_text(render_markdown(results, meta))
+        write_json(out / f"{stem}.json", {"meta": meta, "results": results, "paper_table1": PAPER_TABLE1})
+
     for task in tasks:
         progress(f"{task.name}: {task.n_train} training rows, {task.X_train.shape[1]} features, D={task.D}")
         results.append(run_task(task, methods, profile, args))
+        write_outputs()
     limiter.unregister()
-    meta["total_seconds"] = time.perf_counter() - t0
-    out = results_dir(args.out)
-    stem = args.tag or f"table1_{profile_name}"
-    md = render_markdown(results, meta)
-    (out / f"{stem}.md").write_text(md)
-    write_json(out / f"{stem}.json", {"meta": meta, "results": results, "paper_table1": PAPER_TABLE1})
+    write_outputs()
     print(render_console(results))
     print(f"\ntotal {fmt_seconds(meta['total_seconds'])}; wrote {out / (stem + '.md')} and {out / (stem + '.json')}")
     return 0
