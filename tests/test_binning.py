@@ -3,11 +3,9 @@ a dict-based pure-Python reference, and the mathematics of random binning."""
 
 import importlib.util
 import math
-import os
 import pickle
 import subprocess
 import sys
-from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +18,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from randfeat import RandomBinningFeatures
 from randfeat import _binning_fast
+from _subprocess_env import subprocess_env
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -347,7 +346,7 @@ def test_vector_paths_give_identical_results(isa, tmp_path):
         f"np.savez(r'{tmp_path / 'Z.npz'}', indices=Z.indices, indptr=Z.indptr, data=Z.data)\n"
         "print(_binning_fast.vector_isa())\n"
     )
-    env = dict(os.environ, RANDFEAT_VECTOR_ISA=isa)
+    env = subprocess_env(RANDFEAT_VECTOR_ISA=isa)
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.strip() in (isa, "baseline")  # never above what the CPU has
     got = np.load(tmp_path / "Z.npz")
@@ -449,7 +448,7 @@ def test_bench_tiny_runs(tmp_path):
         [sys.executable, str(REPO / "bench" / "binning.py"), "--tiny", "--out", str(tmp_path)],
         capture_output=True,
         text=True,
-        env=dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")])),
+        env=subprocess_env(),
         timeout=300,
     )
     assert out.returncode == 0, out.stderr[-3000:]

@@ -27,6 +27,7 @@ import randfeat
 from randfeat._config import _VECTOR_PATH_MODULES
 from randfeat._dispatch import VECTOR_ISAS
 from randfeat._openmp import openmp_enabled
+from _subprocess_env import subprocess_env
 
 PKG_DIR = pathlib.Path(randfeat.__file__).resolve().parent
 TESTS_DIR = pathlib.Path(__file__).resolve().parent
@@ -44,13 +45,6 @@ def compiled_modules():
 
 
 COMPILED = compiled_modules()
-
-
-def subprocess_env(**extra):
-    """Environment for a child interpreter that imports this very randfeat."""
-    # A relative PYTHONPATH (e.g. PYTHONPATH=src) would break in another cwd.
-    path = [str(PKG_DIR.parent)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    return {**os.environ, "PYTHONPATH": os.pathsep.join(path), **extra}
 
 
 def run_python(code, tmp_path, **env):

@@ -4,32 +4,22 @@ Python validates, draws the grids and chooses the thread count; the compiled
 module ``_binning_fast`` hashes, builds the vocabularies and writes the CSR.
 """
 
-import numbers
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import ClassNamePrefixFeaturesOutMixin
-from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from . import _binning_fast
 from ._base import RandomFeatureMap
 from ._kernels import check_gamma, get_kernel
 from ._threads import check_n_jobs, effective_n_threads
-from ._validation import check_positive_int, validate_features_input
+from ._validation import as_generator, check_positive_int, validate_features_input
 
 # Bins are int64 in the kernel; |bin| <= 2**62 leaves a factor-2 margin and is
 # what the no-collision argument for one-coordinate changes needs (see the header).
 MAX_ABS_BIN = 2.0**62
 _LANES = _binning_fast.LANES
-
-
-def _make_rng(random_state):
-    """A numpy Generator from an int, None, Generator or RandomState (as sklearn's)."""
-    if random_state is None or isinstance(random_state, (numbers.Integral, np.random.Generator)):
-        return np.random.default_rng(random_state)
-    rs = check_random_state(random_state)
-    return np.random.default_rng(rs.randint(0, 2**31 - 1, size=4))
 
 
 def _index_dtype(*bounds):
@@ -235,7 +225,7 @@ class RandomBinningFeatures(ClassNamePrefixFeaturesOutMixin, RandomFeatureMap):
         return P, spec
 
     def _draw_grids(self, spec, P, d):
-        rng = _make_rng(self.random_state)
+        rng = as_generator(self.random_state)
         pitches = np.asarray(spec.sample_pitch(rng, (P, d), float(self.gamma)), dtype=np.float64)
         offsets = rng.uniform(0.0, 1.0, size=(P, d)) * pitches
         inv = 1.0 / pitches

@@ -4,11 +4,8 @@ Python does validation, random draws and the thread count; the fused kernel
 in ``_fourier_fast`` computes the features.
 """
 
-import numbers
 
-import numpy as np
 from sklearn.base import ClassNamePrefixFeaturesOutMixin
-from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from ._base import RandomFeatureMap
@@ -16,24 +13,9 @@ from ._fourier_sampling import SAMPLINGS, sample_fourier_parameters
 from ._fourier_transform import fourier_features
 from ._kernels import KERNELS, check_gamma, check_nu, get_kernel, resolve_gamma
 from ._threads import check_n_jobs, effective_n_threads
-from ._validation import check_choice, check_positive_int, validate_features_input
+from ._validation import as_generator, check_choice, check_positive_int, validate_features_input
 
 FEATURE_MAPS = ("cossin", "cos")
-
-
-def as_generator(random_state):
-    """Turn a scikit-learn ``random_state`` into a ``numpy.random.Generator``.
-
-    None, an int or a Generator are used directly; a legacy ``RandomState``
-    (as scikit-learn's ``check_random_state`` returns) seeds a new Generator
-    from its stream, so repeated fits with one RandomState differ, as usual.
-    """
-    if isinstance(random_state, np.random.Generator):
-        return random_state
-    if random_state is None or isinstance(random_state, numbers.Integral):
-        return np.random.default_rng(random_state)
-    rs = check_random_state(random_state)
-    return np.random.default_rng(rs.randint(0, 2**31 - 1, size=4))
 
 
 class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, RandomFeatureMap):

@@ -4,8 +4,11 @@ Compiled code trusts only what passes through here: finite values, a float
 dtype it was compiled for, 2-D shape, at least one row, CSR for sparse input.
 """
 
+import numbers
+
 import numpy as np
 import scipy.sparse as sp
+from sklearn.utils import check_random_state
 from sklearn.utils.validation import validate_data
 
 FLOAT_DTYPES = (np.float64, np.float32)
@@ -38,8 +41,6 @@ def validate_features_input(estimator, X, *, reset):
 
 def check_positive_int(value, name, *, minimum=1):
     """Raise a clear error unless ``value`` is an integer >= ``minimum``."""
-    import numbers
-
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name} must be an integer, got {value!r}")
     if value < minimum:
@@ -52,3 +53,18 @@ def check_choice(value, name, choices):
     if not isinstance(value, str) or value not in choices:
         raise ValueError(f"Unknown {name} {value!r}; expected one of {list(choices)}")
     return value
+
+
+def as_generator(random_state):
+    """Turn a scikit-learn ``random_state`` into a ``numpy.random.Generator``.
+
+    None, an int or a Generator are used directly; a legacy ``RandomState``
+    (as scikit-learn's ``check_random_state`` returns) seeds a new Generator
+    from its stream, so repeated fits with one RandomState differ, as usual.
+    """
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    if random_state is None or isinstance(random_state, numbers.Integral):
+        return np.random.default_rng(random_state)
+    rs = check_random_state(random_state)
+    return np.random.default_rng(rs.randint(0, 2**31 - 1, size=4))

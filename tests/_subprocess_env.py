@@ -1,0 +1,21 @@
+"""Environment for tests that run Python in a subprocess.
+
+The child must import the same randfeat as the test process: the installed
+wheel when testing an installation, the in-place build when PYTHONPATH points
+at src/.  Prepending the directory that holds the imported package does both;
+prepending the repository's src/ would shadow an installed wheel with an
+uncompiled source tree.
+"""
+
+import os
+from pathlib import Path
+
+import randfeat
+
+PKG_PARENT = Path(randfeat.__file__).resolve().parents[1]
+
+
+def subprocess_env(**extra):
+    """``os.environ`` with randfeat's own parent directory first on PYTHONPATH."""
+    path = [str(PKG_PARENT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(path), **extra}
