@@ -21,7 +21,8 @@ Protocol (every method alike)
   ``g0`` is the median heuristic (1/median ‖x−x'‖² for the Gaussian kernel,
   1/median ‖x−x'‖₁ for the Laplacian), and ``alpha = λ × n_rows`` for
   ``λ`` in a small grid (C in {1, 10, 100} for the SVM).  The chosen values are
-  reported.
+  reported.  Two rows reuse another row's choice for the same model: the
+  paired Fourier row, and Nystroem (which takes RBFSampler's gamma and alpha).
 * The chosen model is then fitted on the whole training set (timed: wall
   clock; peak memory: increase of the process RSS during the fit) and scored
   on the test split: % misclassified, or for regression the normalised RMSE
@@ -378,8 +379,11 @@ def build_methods(profile):
         Method("rf_fourier_paired", "randfeat Fourier+LS, same rows as RBFSampler", _rf_fourier, "rbf",
                lambda t: f"D={t.D}", needs=("RandomFourierFeatures", "Ridge", "RidgeClassifier"),
                pair_with="sk_rbf_sampler", params_of="rf_fourier"),
+        # Nystroem's fit (a D×D eigendecomposition per grid point) made its own
+        # selection the longest step of the full run: it takes the gamma and
+        # alpha chosen for RBFSampler+Ridge, the same Gaussian kernel ridge model.
         Method("sk_nystroem", "sklearn Nystroem+Ridge", _sk_nystroem, "rbf", lambda t: f"D={t.D}",
-               dense_width=lambda t: t.D),
+               dense_width=lambda t: t.D, params_of="sk_rbf_sampler"),
         Method("exact", "exact kernel (SVC / KernelRidge)", _exact, "rbf",
                lambda t: "SVC" if t.kind == "classification" else "KernelRidge", exact="auto",
                grid_c=True),
@@ -460,6 +464,10 @@ def estimate_exact_seconds(method, task, params, seed, n_full):
     return times[1] * (n_full / n2) ** e, {"n": [n1, n2], "seconds": times, "exponent": e}
 
 
+def source_has_params(rows, method):
+    return bool(method.params_of and rows.get(method.params_of, {}).get("params"))
+
+
 def row_cap(method, task, budget_bytes, caps):
     """Rows this method may train on, and why (None: all rows)."""
     if method.pair_with:
@@ -494,8 +502,9 @@ def run_task(task, methods, profile, args):
         cap, why = row_cap(m, task, budget, caps)
         caps[m.key] = (cap, why)
         if m.pair_with and cap is not None:
-            why = (f"trained on the first {cap:,} rows, as the capped baseline, for a like-for-like comparison"
-                   + ("; hyper-parameters of the main row" if m.params_of else ""))
+            why = f"trained on the first {cap:,} rows, as the capped baseline, for a like-for-like comparison"
+        if source_has_params(rows, m):
+            why = (why + "; " if why else "") + f"hyper-parameters as chosen for {rows[m.params_of]['label']}"
         source = rows.get(m.params_of) if m.params_of else None
         if source is not None and source.get("params"):
             best, tried, n_sel = source["params"], [], source["n_sel"]  # same model: same choice
