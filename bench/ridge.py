@@ -127,7 +127,6 @@ def bench_cg(n, repeats, log):
     ours_t = med2["randfeat"]
     r_ours = normal_equation_residual(Z, t, outs2["randfeat"].coef_, ALPHA)[0]
     ours_iter = int(outs2["randfeat"].n_iter_[0])
-    sk_iter = outs["sklearn"].n_iter_
     rows.append(
         dict(
             case="CG binning, 1 target", shape=f"{Z.shape[0]}x{Z.shape[1]} nnz={Z.nnz}", dtype="float64",
@@ -252,8 +251,13 @@ print(json.dumps(dict(seconds=elapsed, peak_rss=status("VmHWM"), chunk_rows=step
 
 def run_stream(n, D, what):
     code = STREAM_SCRIPT.format(here=str(HERE), n=n, D=D, what=what)
+    import randfeat
+
+    # The child imports the same randfeat as this process (installed or in-place
+    # build); putting src/ first would shadow an installed wheel with sources.
+    pkg_parent = str(Path(randfeat.__file__).resolve().parents[1])
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(HERE.parent / "src"), env.get("PYTHONPATH", "")])
+    env["PYTHONPATH"] = os.pathsep.join([pkg_parent, env.get("PYTHONPATH", "")])
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     if out.returncode != 0:
         raise RuntimeError(out.stderr[-3000:])

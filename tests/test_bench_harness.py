@@ -8,25 +8,20 @@ when the tests run from an installed copy without the bench/ folder.
 import csv
 import json
 import math
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from _subprocess_env import subprocess_env
 
 BENCH = Path(__file__).resolve().parent.parent / "bench"
 pytestmark = pytest.mark.skipif(not (BENCH / "table1.py").exists(), reason="bench/ not next to tests/")
 
 
 def run(script, *args, timeout=600):
-    env = dict(os.environ)
-    # Make the randfeat the tests import visible to the child too.
-    import randfeat
-
-    pkg_parent = str(Path(randfeat.__file__).resolve().parent.parent)
-    env["PYTHONPATH"] = os.pathsep.join([pkg_parent] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    env = subprocess_env()
     env.setdefault("MPLBACKEND", "Agg")
     return subprocess.run([sys.executable, str(BENCH / script), *map(str, args)], capture_output=True, text=True,
                           timeout=timeout, env=env)

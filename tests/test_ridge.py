@@ -15,6 +15,7 @@ import randfeat._ridge as ridge_mod
 from randfeat import RandomBinningFeatures, RandomFourierFeatures, Ridge, RidgeClassifier
 from randfeat._linops import SparseProducts
 from randfeat._sparse_fast import csr_matmat, csr_normal_matmat, csr_row_weighted_sq_sums, sum_blocks
+from _subprocess_env import subprocess_env
 
 
 # --------------------------------------------------------------------------
@@ -472,7 +473,6 @@ def test_singular_system_with_zero_alpha_is_a_clear_error():
 
 # -------------------------------------------------------------------- bench
 def test_bench_tiny_runs(tmp_path):
-    import os
     import subprocess
     import sys
     from pathlib import Path
@@ -482,7 +482,7 @@ def test_bench_tiny_runs(tmp_path):
         [sys.executable, str(repo / "bench" / "ridge.py"), "--tiny", "--out", str(tmp_path)],
         capture_output=True,
         text=True,
-        env=dict(os.environ, PYTHONPATH=os.pathsep.join([str(repo / "src"), os.environ.get("PYTHONPATH", "")])),
+        env=subprocess_env(),
         timeout=600,
     )
     assert out.returncode == 0, out.stderr[-3000:]
