@@ -329,7 +329,7 @@ static inline int rf_hset_add(rf_hset *t, uint64_t h) {
  * sort on the top bits (the counts are the directory) then an insertion sort
  * inside each bucket (1-2 keys on average): O(V + cap).  Returns 0 or -1. */
 static int rf_hset_finish(rf_hset *t, uint64_t **keys_out, int64_t *nkeys_out,
-                          uint32_t **dir_out, int *bits_out) {
+                          uint32_t **dir_out, int *bits_out, uint32_t **slot_rank_out) {
     int64_t V = t->count + t->has_zero;
     int bits = rf_vocab_bits(V);
     int64_t nb = (int64_t)1 << bits;
@@ -353,9 +353,11 @@ static int rf_hset_finish(rf_hset *t, uint64_t **keys_out, int64_t *nkeys_out,
     if (t->has_zero) keys[cur[0]++] = 0;
     for (int64_t q = 0; q < t->cap; q++)
         if (tab[q]) keys[cur[rf_vocab_bucket(tab[q], bits)]++] = tab[q];
-    free(tab);
-    t->tab = NULL;
     free(cur);
+    if (!slot_rank_out) {
+        free(tab);
+        t->tab = NULL;
+    }
     for (int64_t j = 0; j < nb; j++) {
         for (uint32_t a = dir[j] + 1; a < dir[j + 1]; a++) {
             uint64_t k = keys[a];
@@ -367,11 +369,40 @@ static int rf_hset_finish(rf_hset *t, uint64_t **keys_out, int64_t *nkeys_out,
             keys[b] = k;
         }
     }
+    if (slot_rank_out) {
+        /* Keep the set, with each occupied slot's rank, for rf_hset_rank. */
+        uint32_t *rk = (uint32_t *)malloc((size_t)t->cap * sizeof(uint32_t));
+        if (!rk) {
+            free(tab);
+            t->tab = NULL;
+            free(keys);
+            free(dir);
+            return -1;
+        }
+        for (int64_t q = 0; q < t->cap; q++)
+            rk[q] = tab[q] ? (uint32_t)rf_vocab_find(tab[q], keys, dir, bits) : 0;
+        *slot_rank_out = rk;
+    }
     *keys_out = keys;
     *nkeys_out = V;
     *dir_out = dir;
     *bits_out = bits;
     return 0;
+}
+
+/* Rank of h in a finished set (slot ranks rk), or -1 if absent.  One probe
+ * of the set finds it, usually on the first slot: cheaper than a directory
+ * lookup (two dependent loads and an unpredictable scan). The hash 0, when
+ * present, is the smallest key, so its rank is 0. */
+static inline int64_t rf_hset_rank(const rf_hset *t, const uint32_t *rk, uint64_t h) {
+    if (h == 0) return t->has_zero ? 0 : -1;
+    uint64_t mask = (uint64_t)t->cap - 1, j = h & mask;
+    for (;;) {
+        uint64_t k = t->tab[j];
+        if (k == h) return (int64_t)rk[j];
+        if (k == 0) return -1;
+        j = (j + 1) & mask;
+    }
 }
 
 /* Vocabularies of the G grids p0 .. p0+G-1 in one pass over the rows.
@@ -394,13 +425,13 @@ static int rf_hset_finish(rf_hset *t, uint64_t **keys_out, int64_t *nkeys_out,
  * Returns 0, or -3 if a hash is missing (cannot happen for the rows the
  * vocabularies were built from). */
 static int rf_group_write_ranks(const rf_hstore *s, int64_t n, int64_t P, int64_t p0, int G,
-                                uint64_t *const *keys, uint32_t *const *dir, const int *bits,
-                                void *ind, int ind64) {
+                                const rf_hset *sets, uint32_t *const *rk, void *ind,
+                                int ind64) {
     int status = 0;
     for (int64_t i = 0; i < n; i++) {
         const int64_t base = i * P + p0;
         for (int g = 0; g < G; g++) {
-            int64_t r = rf_vocab_find(rf_hstore_get(s, base + g), keys[g], dir[g], bits[g]);
+            int64_t r = rf_hset_rank(&sets[g], rk[g], rf_hstore_get(s, base + g));
             if (r < 0) status = -3;
             if (ind64) ((int64_t *)ind)[base + g] = r;
             else ((int32_t *)ind)[base + g] = (int32_t)r;
@@ -441,9 +472,11 @@ static int rf_grid_vocab_group(const rf_hstore *s, int64_t n, int64_t P, int64_t
             }
         }
     }
+    uint32_t *rk[GMAX] = {NULL};
     for (g = 0; g < ninit; g++) {
         if (status == 0) {
-            status = rf_hset_finish(&sets[g], &keys_out[g], &nkeys_out[g], &dir_out[g], &bits_out[g]);
+            status = rf_hset_finish(&sets[g], &keys_out[g], &nkeys_out[g], &dir_out[g],
+                                    &bits_out[g], ind != NULL ? &rk[g] : NULL);
             if (status == 0) continue;
         }
         free(sets[g].tab);
@@ -451,7 +484,12 @@ static int rf_grid_vocab_group(const rf_hstore *s, int64_t n, int64_t P, int64_t
     }
     /* on failure, grids already finished keep their pieces: the caller frees them */
     if (status == 0 && ind != NULL)
-        status = rf_group_write_ranks(s, n, P, p0, G, keys_out, dir_out, bits_out, ind, ind64);
+        status = rf_group_write_ranks(s, n, P, p0, G, sets, rk, ind, ind64);
+    for (g = 0; g < ninit; g++) { /* sets kept for the ranks (tab is NULL if already freed) */
+        free(sets[g].tab);
+        sets[g].tab = NULL;
+        free(rk[g]);
+    }
     return status;
 }
 
