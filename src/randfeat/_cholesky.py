@@ -21,7 +21,7 @@ import numpy as np
 import scipy.linalg
 from scipy.linalg.blas import get_blas_funcs
 
-from ._linops import blas_threads
+from ._threads import limit_blas_threads
 
 
 class GramAccumulator:
@@ -108,7 +108,7 @@ class GramAccumulator:
         else:
             Ysw = Ys
         Zs = np.ascontiguousarray(Zs)
-        with blas_threads(self.n_threads):
+        with limit_blas_threads(self.n_threads):
             # OpenBLAS syrk splits its output among threads (not the summed
             # dimension), so it is deterministic for any thread count.
             # A C-ordered (n × D) chunk is an F-ordered (D × n) matrix Zsᵀ:
@@ -118,7 +118,7 @@ class GramAccumulator:
             else:
                 self._syrk(1.0, Zs.T, beta=0.0, c=self._G_chunk, trans=0, lower=1, overwrite_c=1)
                 self.G += self._G_chunk  # float64 accumulation across chunks
-        with blas_threads(1):
+        with limit_blas_threads(1):
             # A thin gemm (K columns) is split along the summed dimension by
             # threaded OpenBLAS (thread-count dependent result): keep it serial.
             self.ZTy += (Zs.T @ Ysw.astype(self.dtype)).astype(np.float64)
@@ -169,7 +169,7 @@ def cholesky_ridge(acc, alpha, n_samples):
     # Factor and solves on one BLAS thread: threaded potrf/potrs give results
     # that depend on the thread count.  They cost O(D³) against the Gram's
     # O(N·D²), small when N >> D.
-    with blas_threads(1):
+    with limit_blas_threads(1):
         try:
             c, low = scipy.linalg.cho_factor(G, lower=True, overwrite_a=True, check_finite=False)
         except np.linalg.LinAlgError as exc:

@@ -18,9 +18,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import scipy.sparse as sp
-from threadpoolctl import ThreadpoolController
 
 from ._sparse_fast import csr_matmat, csr_normal_matmat, csr_row_weighted_sq_sums, sum_blocks
+from ._threads import limit_blas_threads
 
 
 def _common_index_dtype(A):
@@ -180,7 +180,7 @@ class DenseProducts:
         self._pool = ThreadPoolExecutor(n_threads) if n_threads > 1 and len(self._blocks) > 1 else None
 
     def _map(self, fn):
-        with blas_threads(1):
+        with limit_blas_threads(1):
             if self._pool is None:
                 return [fn(b) for b in self._blocks]
             return list(self._pool.map(fn, self._blocks))
@@ -229,22 +229,10 @@ class DenseProducts:
 
     def weighted_col_sums(self, w):
         out = np.zeros(self.shape[1], dtype=np.float64)
-        with blas_threads(1):
+        with limit_blas_threads(1):
             for s, e in self._row_chunks():
                 out += w[s:e] @ self.Z[s:e].astype(np.float64)
         return out
-
-
-_controller = None
-
-
-def blas_threads(n_threads):
-    """Context manager limiting BLAS to ``n_threads`` (one controller, made once:
-    threadpoolctl's library scan costs milliseconds, too much per product)."""
-    global _controller
-    if _controller is None:
-        _controller = ThreadpoolController()
-    return _controller.limit(limits=n_threads, user_api="blas")
 
 
 def make_products(Z, n_threads):

@@ -33,8 +33,8 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted, colu
 from ._base import RandomFeatureMap
 from ._cg import cg_ridge
 from ._cholesky import GramAccumulator, cholesky_ridge
-from ._linops import blas_threads, make_products
-from ._threads import check_n_jobs, effective_n_threads
+from ._linops import make_products
+from ._threads import check_n_jobs, effective_n_threads, limit_blas_threads
 from ._validation import check_choice
 
 #: Widest dense Z for which ``solver="auto"`` picks Cholesky (see module doc).
@@ -437,7 +437,7 @@ class Ridge(RegressorMixin, _BaseRidge):
             if sol.mu is not None:
                 V = V - sol.mu
             # (z−μ)ᵀ A⁻¹ (z−μ) = ‖L⁻¹(z−μ)‖²
-            with blas_threads(1):  # deterministic, see _cholesky.py
+            with limit_blas_threads(1):  # deterministic, see _cholesky.py
                 L_inv_v = scipy.linalg.solve_triangular(c, V.T, lower=lower, trans="N" if lower else "T", check_finite=False)
             q[s:e] = np.einsum("ij,ij->j", L_inv_v, L_inv_v)
         if sol.mu is not None:

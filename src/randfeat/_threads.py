@@ -65,6 +65,27 @@ def effective_n_threads(n_jobs=None):
     return int(n_jobs)
 
 
+def _get_controller():
+    global _controller
+    if _controller is None:
+        # Created once, lazily (by then our extensions have loaded SciPy's
+        # BLAS): threadpoolctl's library scan costs milliseconds, too much to
+        # repeat around every product.
+        _controller = ThreadpoolController()
+    return _controller
+
+
+def limit_blas_threads(n_threads):
+    """Return a context manager limiting every loaded BLAS to ``n_threads``.
+
+    Parameters
+    ----------
+    n_threads : int
+        Thread count BLAS may use inside the ``with`` block.
+    """
+    return _get_controller().limit(limits=n_threads, user_api="blas")
+
+
 @contextmanager
 def single_threaded_blas():
     """Limit every loaded BLAS to one thread inside the ``with`` block.
@@ -73,11 +94,7 @@ def single_threaded_blas():
     Fourier kernel, Gram accumulation), so BLAS does not start threads of its
     own under ours.
     """
-    global _controller
-    if _controller is None:
-        # Created lazily: by then our extensions have loaded SciPy's BLAS.
-        _controller = ThreadpoolController()
-    with _controller.limit(limits=1, user_api="blas"):
+    with limit_blas_threads(1):
         yield
 
 
