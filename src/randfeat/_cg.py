@@ -8,9 +8,11 @@ sparse.  Each iteration costs one product Z @ P and one Z.T @ U over the
 K columns still iterating (``_linops``); each target stops at its own
 relative residual ‖r_k‖ / ‖b_k‖ <= tol.
 
-Preconditioner: Jacobi, diag(Z_cᵀ W Z_c) + α.  For binning features each
-grid's block of ZᵀZ is diagonal (a row has one nonzero per grid), so this
-is close to the block-diagonal part of the matrix.
+Preconditioner: Jacobi, diag(Z_cᵀ W Z_c) + α, except on the block of the
+heaviest columns of a sparse Z, which is inverted exactly (``_precond.py``:
+for binning features each grid's block of ZᵀZ is diagonal, but the blocks
+*between* grids couple strongly where bins are crowded, and Jacobi alone
+leaves CG 2-3× more iterations).
 
 Precision: the iterates live in Z's dtype (float32 stays float32, halving
 memory traffic); the kernels accumulate every product in float64, and the
@@ -28,6 +30,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from ._cg_fast import finish_apply, n_blocks, update_p, update_xr
+from ._precond import heavy_block_preconditioner
 
 
 def _colwise_dot(A, B):
@@ -130,12 +133,21 @@ def cg_ridge(ops, Y, sample_weight, alpha, *, fit_intercept, tol, max_iter, log=
     # the preconditioner singular; the column has no effect, leave it at 1.
     diag[diag <= 0] = 1.0
     inv_diag = 1.0 / diag
+    block = heavy_block_preconditioner(ops, diag, alpha, mu, w, sw)
+    if block is not None:
+        # The block's rows get their Zr from block.apply; zero here so the
+        # fused update's Σ R∘Zr leaves them out (block.apply returns theirs).
+        inv_diag[block.columns] = 0.0
+        if log is not None:
+            log(f"CG preconditioner: Jacobi + exact block on the {len(block.columns)} heaviest columns")
 
     b_norm = np.sqrt(_colwise_dot(B, B))
     X = np.zeros((D, K), dtype=dtype)
     R = np.ascontiguousarray(B)
     Zr = (R * inv_diag[:, None]).astype(dtype)
     rz = _colwise_dot(R, Zr)
+    if block is not None:
+        rz += block.apply(R, Zr)
     active = b_norm > 0
     P = Zr * active.astype(dtype)  # finished targets get a zero direction
     residual = np.where(active, 1.0, 0.0)
@@ -155,6 +167,8 @@ def cg_ridge(ops, Y, sample_weight, alpha, *, fit_intercept, tol, max_iter, log=
         update_xr(X, R, Zr, P, Q, step, inv_diag, part_rr, part_rz, vec_threads)
         rr = part_rr.sum(axis=0)
         rz_new = part_rz.sum(axis=0)
+        if block is not None:
+            rz_new += block.apply(R, Zr)
         was_active = active.copy()
         residual[was_active] = np.sqrt(rr[was_active]) / b_norm[was_active]
         n_iter[was_active] = it

@@ -7,6 +7,11 @@ solver is the same for both storage formats:
   sums (``_sparse_fast.csr_normal_matmat``), or ``Z @ P`` row-parallel over
   Z and ``Z.T @ U`` over a CSC copy of Z (``csr_matmat``); see
   ``SparseProducts``.  Bit-identical for any thread count either way.
+* one-hot block CSR Z (random binning features, one-hot encodings: every
+  row has one nonzero per block of columns, all of one value): the
+  block-major products of ``_onehot_fast`` (``OneHotBlockProducts``),
+  which read no value array and keep each block's slice of the vector in
+  cache.  Detected from the CSR itself (``onehot_block_structure``).
 * dense Z: single-threaded BLAS gemm on fixed row blocks, run by a pool of
   ``n_threads`` threads, partial products summed in block order.
 
@@ -19,6 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import scipy.sparse as sp
 
+from ._onehot_fast import compact_columns, csr_gram_block, n_row_blocks, onehot_matmat, onehot_tmatmat
 from ._sparse_fast import csr_matmat, csr_normal_matmat, csr_row_weighted_sq_sums, sum_blocks
 from ._threads import limit_blas_threads
 
@@ -150,10 +156,137 @@ class SparseProducts:
         Z64 = sp.csr_matrix((data.astype(np.float64, copy=False), indices, indptr), shape=self.shape)
         return Z64.T @ np.asarray(w, dtype=np.float64)
 
+    def gram_block(self, columns, w):
+        """Return the dense Gram block Σ_i w_i z_i[columns] z_i[columns]ᵀ (float64).
+
+        Parameters
+        ----------
+        columns : ndarray of int, increasing
+            The chosen columns (h of them).
+        w : ndarray (N,) float64 or None
+            Sample weights (None: unit weights).
+
+        Returns
+        -------
+        ndarray (h, h) float64, symmetric
+        """
+        D = self.shape[1]
+        h = len(columns)
+        indptr, indices, data = self._csr
+        position = np.full(D, -1, dtype=np.int32)
+        position[columns] = np.arange(h, dtype=np.int32)
+        hptr, hidx, hval = compact_columns(indptr, indices, data, position)
+        out = np.zeros((h, h), dtype=np.float64)
+        csr_gram_block(hptr, hidx, hval, np.zeros(0) if w is None else w, out, self.n_threads)
+        # Upper triangle filled: mirror it.
+        return np.triu(out) + np.triu(out, 1).T
+
     def close(self):
         """Release the work buffers."""
         self._blocks = {}
         self._csc = None
+
+
+def onehot_block_structure(Z):
+    """Describe CSR ``Z`` as a one-hot block matrix, or return None.
+
+    Z qualifies when every row has the same number G of nonzeros, all of one
+    nonzero value c, and the j-th nonzero of every row lies in the j-th of G
+    disjoint, increasing column ranges.  Costs a few passes over the index
+    array (O(nnz)); done once per fit.
+
+    Returns
+    -------
+    None, or (bins, start, value): bins (G, N) int32 local columns, start
+    (G + 1,) int64 block offsets (start[0] = 0, start[G] = D), value float.
+    """
+    N, D = Z.shape
+    if N == 0 or Z.nnz == 0 or Z.nnz % N:
+        return None
+    G = Z.nnz // N
+    if not np.array_equal(Z.indptr, np.arange(0, Z.nnz + 1, G)):
+        return None
+    value = Z.data[0]
+    if value == 0 or not np.all(Z.data == value):
+        return None
+    cols = Z.indices.reshape(N, G)
+    lo, hi = cols.min(axis=0), cols.max(axis=0)
+    if np.any(lo[1:] <= hi[:-1]):
+        return None
+    start = np.empty(G + 1, dtype=np.int64)
+    start[0], start[1:G], start[G] = 0, lo[1:], D
+    if np.any(np.diff(start) > np.iinfo(np.int32).max):
+        return None
+    bins = np.ascontiguousarray((cols - start[:G].astype(cols.dtype)).T, dtype=np.int32)
+    return bins, start, float(value)
+
+
+class OneHotBlockProducts(SparseProducts):
+    """Products with a one-hot block CSR matrix (see ``onehot_block_structure``).
+
+    ``Z @ P`` and ``Zᵀ @ U`` by the block-major kernels of ``_onehot_fast``
+    (no value array read, each block's slice of the vector cache-resident,
+    no CSC copy); ``normal`` fuses centring and weights into ``Z @ P``.
+    Everything else as ``SparseProducts``.  Measured on the 522000-row,
+    50-grid binning matrix (26M nonzeros, D = 531879), idle machine,
+    2 threads: one target, Z @ p 14 ms and Zᵀ @ u 12 ms, against 120 ms for
+    the pair in SciPy; seven targets 88-105 + 54-63 ms against 408 ms.
+
+    Parameters
+    ----------
+    Z : CSR matrix with the one-hot block structure
+    structure : (bins, start, value) from ``onehot_block_structure``
+    n_threads : int
+    """
+
+    _EMPTY = np.zeros(0)
+    _NO_SUMS = np.zeros((0, 0))
+
+    def __init__(self, Z, structure, n_threads):
+        super().__init__(Z, n_threads)
+        self.bins, self.start, self.value = structure
+
+    def n_blocks(self, K):
+        return 1  # ``normal`` is available (centring and weights fused)
+
+    def _matmat(self, P, shift, w, sums):
+        P = np.ascontiguousarray(P, dtype=self.dtype)
+        out = np.empty((self.shape[0], P.shape[1]), dtype=self.dtype)
+        onehot_matmat(self.bins, self.start, self.value, P, out, shift, w, sums, self.n_threads)
+        return out
+
+    def dot(self, P):
+        return self._matmat(P, self._EMPTY, self._EMPTY, self._NO_SUMS)
+
+    def _tdot(self, U, dtype):
+        U = np.ascontiguousarray(U, dtype=dtype)
+        out = np.empty((self.shape[1], U.shape[1]), dtype=dtype)
+        onehot_tmatmat(self.bins, self.start, self.value, U, out, self.n_threads)
+        return out
+
+    def tdot(self, U):
+        return self._tdot(U, self.dtype)
+
+    def normal(self, P, mup, w):
+        """Return (Zᵀ W (Z P − 1 mupᵀ), Σ_i w_i (z_iᵀP − mup)): centring and weights fused into Z P."""
+        K = P.shape[1]
+        sums = np.empty((n_row_blocks(self.shape[0]), K))
+        U = self._matmat(P, np.ascontiguousarray(mup, dtype=np.float64), self._EMPTY if w is None else w, sums)
+        return self.tdot(U), sums.sum(axis=0)  # block order: thread-count independent
+
+    def tdot_once(self, U):
+        return self._tdot(U, np.float64).astype(self.dtype, copy=False)
+
+    def weighted_col_sums(self, w):
+        return self._tdot(np.asarray(w, dtype=np.float64)[:, None], np.float64)[:, 0]
+
+    def weighted_col_sq_sums(self, w):
+        # z_ij² = c·z_ij for the one value c.
+        return self.value * self.weighted_col_sums(w)
+
+    def close(self):
+        super().close()
+        self.bins = None
 
 
 class DenseProducts:
@@ -236,7 +369,14 @@ class DenseProducts:
 
 
 def make_products(Z, n_threads):
-    """Return the product object for ``Z`` (CSR → SparseProducts, else dense)."""
+    """Return the product object for ``Z``.
+
+    One-hot block CSR → OneHotBlockProducts, other CSR → SparseProducts,
+    dense → DenseProducts.
+    """
     if sp.issparse(Z):
+        structure = onehot_block_structure(Z)
+        if structure is not None:
+            return OneHotBlockProducts(Z, structure, n_threads)
         return SparseProducts(Z, n_threads)
     return DenseProducts(Z, n_threads)

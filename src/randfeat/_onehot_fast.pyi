@@ -1,0 +1,38 @@
+import numpy as np
+from numpy.typing import NDArray
+
+def vector_isa() -> str: ...
+def n_row_blocks(n_rows: int) -> int: ...
+def onehot_matmat(
+    bins: NDArray[np.int32],
+    start: NDArray[np.int64],
+    value: float,
+    B: NDArray[np.float32] | NDArray[np.float64],
+    out: NDArray[np.float32] | NDArray[np.float64],
+    shift: NDArray[np.float64],
+    w: NDArray[np.float64],
+    row_block_sums: NDArray[np.float64],
+    n_threads: int,
+) -> None: ...
+def onehot_tmatmat(
+    bins: NDArray[np.int32],
+    start: NDArray[np.int64],
+    value: float,
+    U: NDArray[np.float32] | NDArray[np.float64],
+    out: NDArray[np.float32] | NDArray[np.float64],
+    n_threads: int,
+) -> None: ...
+def compact_columns(
+    indptr: NDArray[np.int32] | NDArray[np.int64],
+    indices: NDArray[np.int32] | NDArray[np.int64],
+    data: NDArray[np.float32] | NDArray[np.float64],
+    position: NDArray[np.int32],
+) -> tuple[NDArray[np.int64], NDArray[np.int32], NDArray[np.float32] | NDArray[np.float64]]: ...
+def csr_gram_block(
+    indptr: NDArray[np.int64],
+    hidx: NDArray[np.int32],
+    hval: NDArray[np.float32] | NDArray[np.float64],
+    w: NDArray[np.float64],
+    out: NDArray[np.float64],
+    n_threads: int,
+) -> None: ...
