@@ -1,5 +1,8 @@
 """One-hot block products and the heavy-column block preconditioner of the CG solver."""
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import scipy.linalg
@@ -18,6 +21,7 @@ from randfeat._onehot_fast import (
     vector_isa,
 )
 from randfeat._precond import heavy_block_preconditioner, max_block_size
+from _subprocess_env import subprocess_env
 
 EMPTY = np.zeros(0)
 NO_SUMS = np.zeros((0, 0))
@@ -241,3 +245,41 @@ def test_cg_on_binning_bitwise_equal_for_any_n_jobs(weighted, monkeypatch):
             assert np.array_equal(fits[0].n_iter_, f.n_iter_)
             assert np.array_equal(fits[0].coef_, f.coef_)
             assert np.array_equal(fits[0].intercept_, f.intercept_)
+
+
+@pytest.mark.parametrize("isa", ["baseline", "avx2"])
+def test_vector_paths_give_identical_products(isa, tmp_path):
+    # The process under test runs the lower path; this one runs the best.
+    Z, _ = binning_Z(n=3000, P=9)
+    bins, start, value = onehot_block_structure(Z)
+    rng = np.random.default_rng(11)
+    results = {}
+    for K in (1, 5, 8, 11):
+        B, U = rng.normal(size=(Z.shape[1], K)), rng.normal(size=(Z.shape[0], K))
+        out, q = np.empty((Z.shape[0], K)), np.empty((Z.shape[1], K))
+        onehot_matmat(bins, start, value, B, out, EMPTY, EMPTY, NO_SUMS, 2)
+        onehot_tmatmat(bins, start, value, U, q, 2)
+        results[K] = (B, U, out, q)
+    np.savez(tmp_path / "in.npz", bins=bins, start=start, **{f"B{K}": r[0] for K, r in results.items()},
+             **{f"U{K}": r[1] for K, r in results.items()})
+    code = (
+        "import numpy as np\n"
+        "from randfeat._onehot_fast import onehot_matmat, onehot_tmatmat, vector_isa\n"
+        f"f = np.load(r'{tmp_path / 'in.npz'}')\n"
+        "res = {}\n"
+        "for K in (1, 5, 8, 11):\n"
+        "    B, U = f[f'B{K}'], f[f'U{K}']\n"
+        "    out, q = np.empty((U.shape[0], K)), np.empty((B.shape[0], K))\n"
+        f"    onehot_matmat(f['bins'], f['start'], {value!r}, B, out, np.zeros(0), np.zeros(0), np.zeros((0, 0)), 2)\n"
+        f"    onehot_tmatmat(f['bins'], f['start'], {value!r}, U, q, 2)\n"
+        "    res[f'out{K}'], res[f'q{K}'] = out, q\n"
+        f"np.savez(r'{tmp_path / 'out.npz'}', **res)\n"
+        "print(vector_isa())\n"
+    )
+    env = subprocess_env(RANDFEAT_VECTOR_ISA=isa)
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert proc.stdout.strip() in (isa, "baseline")
+    got = np.load(tmp_path / "out.npz")
+    for K, (_, _, out, q) in results.items():
+        np.testing.assert_array_equal(got[f"out{K}"], out)
+        np.testing.assert_array_equal(got[f"q{K}"], q)
