@@ -528,3 +528,23 @@ def test_cg_fast_kernels_match_numpy(dtype, centred):
     update_p(P, Zr, beta, keep, 2)
     np.testing.assert_allclose(P, expected, rtol=rtol, atol=rtol)
     assert np.all(P[:, 1] == 0)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("offset", [0.0, 1e3])
+def test_cholesky_centring_with_and_without_shift(dtype, offset):
+    # offset 0: mean/spread ratio ~0, chunks go to syrk unshifted; offset
+    # 1e3 (ratio ~1e6): the shifted-data path must keep the accuracy.
+    from randfeat._cholesky import _shift_needed
+
+    rng = np.random.default_rng(12)
+    X = (offset + rng.standard_normal((3000, 40))).astype(dtype)
+    y = X.astype(np.float64) @ rng.standard_normal(40) + rng.standard_normal(3000)
+    Xd = X.astype(np.float64)
+    c, msq = Xd.mean(axis=0), (Xd * Xd).mean(axis=0)
+    assert _shift_needed(c, msq, dtype) == (offset != 0.0)
+    est = Ridge(alpha=0.5, solver="cholesky", chunk_size=700).fit(X, y)
+    coef, intercept = reference_ridge(X, y, 0.5, True, None)
+    rtol = 1e-9 if dtype == np.float64 else 1e-4
+    np.testing.assert_allclose(est.coef_, coef[0], rtol=0, atol=rtol * np.abs(coef).max())
+    np.testing.assert_allclose(est.intercept_, intercept[0], rtol=rtol, atol=rtol * (1 + offset))

@@ -34,6 +34,8 @@ from ._threads import limit_blas_threads
 
 #: Largest max_j μ_j²/σ_j² (first chunk) at which chunks are not shifted, by dtype.
 SAFE_MEAN_RATIO = {np.dtype(np.float64): 1e4, np.dtype(np.float32): 1.0}
+#: Rows of the first chunk on which the mean/spread ratio is estimated.
+_DECISION_ROWS = 2048
 
 
 def _shift_needed(c, mean_sq, dtype):
@@ -108,8 +110,14 @@ class GramAccumulator:
                 denom = wsum if wsum > 0 else 1.0
                 # einsum, not BLAS: deterministic for any thread count.
                 c = np.einsum("i,ij->j", ww, Zb, dtype=np.float64) / denom
-                mean_sq = np.einsum("i,ij,ij->j", ww, Zb, Zb, dtype=np.float64) / denom
-                if not _shift_needed(c, mean_sq, self.dtype):
+                # The shift decision needs only the scale of mean vs spread:
+                # estimate the spread on the chunk's first rows (cheap).
+                m = min(n, _DECISION_ROWS)
+                wm = ww[:m]
+                dm = float(wm.sum()) or 1.0
+                cm = np.einsum("i,ij->j", wm, Zb[:m], dtype=np.float64) / dm
+                mean_sq = np.einsum("i,ij,ij->j", wm, Zb[:m], Zb[:m], dtype=np.float64) / dm
+                if not _shift_needed(cm, mean_sq, self.dtype):
                     c[:] = 0.0
                 self.c = c.astype(self.dtype)
                 self._shifted = bool(np.any(self.c != 0))
