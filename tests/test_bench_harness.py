@@ -198,3 +198,23 @@ def test_table1_dataset_without_network_is_a_clear_error(tmp_path, monkeypatch):
     assert proc.returncode == 2
     assert "could not download" in proc.stderr and "--data FILE" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_feature_draws_tiny_reports_every_set(tiny_table, tmp_path):
+    out, _ = tiny_table
+    proc = run("feature_draws.py", "--tiny", "--from", out / "table1_tiny.json", "--out", tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    with open(tmp_path / "feature_draws_tiny.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert {r["set"] for r in rows} == {"Census-like", "Adult-like", "Forest-like"}
+    for r in rows:
+        assert int(r["draws"]) == 3
+        values = [float(r[k]) for k in ("randfeat_mean", "randfeat_sd", "sklearn_mean", "sklearn_sd", "difference_se")]
+        assert all(math.isfinite(v) for v in values)
+        assert float(r["difference"]) == pytest.approx(float(r["randfeat_mean"]) - float(r["sklearn_mean"]))
+    assert "difference / its SE" in (tmp_path / "feature_draws_tiny.md").read_text()
+
+
+def test_feature_draws_without_results_is_a_clear_error(tmp_path):
+    proc = run("feature_draws.py", "--tiny", "--from", tmp_path / "missing.json")
+    assert proc.returncode != 0 and "not found" in proc.stderr

@@ -190,15 +190,11 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, RandomFeatureMap):
         Z : ndarray of shape (n_samples, n_components)
             C-ordered, float32 for float32 input, float64 otherwise.
         """
-        return self._transform_into(X, None)
-
-    def _transform_into(self, X, out):
-        """``transform`` writing into ``out`` (see ``fourier_features``); out=None allocates."""
         check_is_fitted(self, "random_weights_")
         X = validate_features_input(self, X, reset=False)
         n_threads = effective_n_threads(self.n_jobs)
         return fourier_features(
-            X, self.random_weights_, self.random_offset_, self.feature_map == "cossin", n_threads, out=out
+            X, self.random_weights_, self.random_offset_, self.feature_map == "cossin", n_threads
         )
 
     def __sklearn_tags__(self):

@@ -32,7 +32,7 @@ def _gemm_ready(X):
     return np.ascontiguousarray(X)
 
 
-def fourier_features(X, W, b, cossin, n_threads, out=None):
+def fourier_features(X, W, b, cossin, n_threads):
     """Return ``sqrt(1/D') [cos XW, sin XW]`` (cossin) or ``sqrt(2/D) cos(XW + b)``.
 
     Parameters
@@ -44,11 +44,6 @@ def fourier_features(X, W, b, cossin, n_threads, out=None):
         Phases of the ``cos`` map; None for ``cossin``.
     cossin : bool
     n_threads : int
-    out : ndarray or None
-        Where to write Z (C-contiguous, X's dtype, the right shape); None
-        allocates it.  A streaming ridge fit passes the same buffer for every
-        chunk: a fresh multi-MB array costs the first touch of all its pages
-        (slow on this machine, see MACHINE-NOTES), at every chunk.
 
     Returns
     -------
@@ -62,11 +57,8 @@ def fourier_features(X, W, b, cossin, n_threads, out=None):
     b = np.zeros(0, dtype=dtype) if cossin else np.ascontiguousarray(b, dtype=dtype)
     if max(X.shape[1], n_freq, D) > _INT32_MAX:
         raise ValueError("n_features and n_components must each be below 2**31 (BLAS int sizes)")
-    if out is None:
-        # np.empty: pages are first touched by the threads that write them.
-        out = np.empty((X.shape[0], D), dtype=dtype)
-    elif out.shape != (X.shape[0], D) or out.dtype != dtype or not out.flags.c_contiguous:
-        raise ValueError(f"out must be a C-contiguous {dtype} array of shape {(X.shape[0], D)}")
+    # np.empty: pages are first touched by the threads that write them.
+    out = np.empty((X.shape[0], D), dtype=dtype)
     n_threads = max(1, min(n_threads, out.size // _ELEMENTS_PER_THREAD))
     with single_threaded_blas():
         if sp.issparse(X):

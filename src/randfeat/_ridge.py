@@ -198,9 +198,13 @@ class _BaseRidge(BaseEstimator):
         acc = None
         itemsize = 4 if X.dtype == np.float32 else 8
         chunks = list(self._chunks(N, D, itemsize))
-        blocks = self._transformed_chunks(X) if streaming else ((s, e, Z[s:e]) for s, e in chunks)
-        for i, (s, e, Zb) in enumerate(blocks):
-            owned = streaming
+        for i, (s, e) in enumerate(chunks):
+            if streaming:
+                Zb = self.features_.transform(X[s:e])
+                owned = True
+            else:
+                Zb = Z[s:e]
+                owned = False
             if sp.issparse(Zb):
                 Zb = Zb.toarray()
                 owned = True
@@ -220,26 +224,10 @@ class _BaseRidge(BaseEstimator):
         if self.features is None or not hasattr(self, "features_"):
             yield 0, X.shape[0], X
             return
-        yield from self._transformed_chunks(X)
-
-    def _transformed_chunks(self, X):
-        """Yield (start, stop, features of X[start:stop]) chunk by chunk.
-
-        Dense feature maps that can write into a given array (``_transform_into``)
-        reuse one chunk buffer: each yielded block is overwritten by the
-        next, so consumers must be done with it before asking for the next.
-        """
         D = int(self.features_.n_features_out_)
         itemsize = 4 if X.dtype == np.float32 else 8
-        into = getattr(self.features_, "_transform_into", None)
-        buf = None
         for s, e in self._chunks(X.shape[0], D, itemsize):
-            if into is None:
-                yield s, e, self.features_.transform(X[s:e])
-                continue
-            if buf is None:
-                buf = np.empty((e - s, D), dtype=np.float32 if X.dtype == np.float32 else np.float64)
-            yield s, e, into(X[s:e], buf[: e - s])
+            yield s, e, self.features_.transform(X[s:e])
 
     def _decision(self, X):
         check_is_fitted(self, "coef_")
