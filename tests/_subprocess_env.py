@@ -19,3 +19,20 @@ def subprocess_env(**extra):
     """``os.environ`` with randfeat's own parent directory first on PYTHONPATH."""
     path = [str(PKG_PARENT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     return {**os.environ, "PYTHONPATH": os.pathsep.join(path), **extra}
+
+
+def run_on_vector_path(code, isa):
+    """Run ``code`` in a child Python with RANDFEAT_VECTOR_ISA=isa; check the path it reports.
+
+    ``code`` must print the module's ``vector_isa()`` last.  The child may
+    run a lower path than asked (never a higher one than the CPU has), so
+    the report must be ``isa`` or ``"baseline"``.
+    """
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", code], env=subprocess_env(RANDFEAT_VECTOR_ISA=isa),
+                          capture_output=True, text=True, check=True)
+    reported = proc.stdout.strip().splitlines()[-1]
+    assert reported in (isa, "baseline"), reported
+    return reported

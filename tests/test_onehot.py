@@ -1,8 +1,5 @@
 """One-hot block products and the heavy-column block preconditioner of the CG solver."""
 
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 import scipy.linalg
@@ -21,7 +18,7 @@ from randfeat._onehot_fast import (
     vector_isa,
 )
 from randfeat._precond import heavy_block_preconditioner, max_block_size
-from _subprocess_env import subprocess_env
+from _subprocess_env import run_on_vector_path
 
 EMPTY = np.zeros(0)
 NO_SUMS = np.zeros((0, 0))
@@ -276,9 +273,7 @@ def test_vector_paths_give_identical_products(isa, tmp_path):
         f"np.savez(r'{tmp_path / 'out.npz'}', **res)\n"
         "print(vector_isa())\n"
     )
-    env = subprocess_env(RANDFEAT_VECTOR_ISA=isa)
-    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
-    assert proc.stdout.strip() in (isa, "baseline")
+    run_on_vector_path(code, isa)
     got = np.load(tmp_path / "out.npz")
     for K, (_, _, out, q) in results.items():
         np.testing.assert_array_equal(got[f"out{K}"], out)
