@@ -8,11 +8,15 @@ uncompiled source tree.
 """
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import randfeat
 
 PKG_PARENT = Path(randfeat.__file__).resolve().parents[1]
+#: The repository's bench/ folder (beside tests/).
+BENCH = Path(__file__).resolve().parent.parent / "bench"
 
 
 def subprocess_env(**extra):
@@ -28,11 +32,19 @@ def run_on_vector_path(code, isa):
     run a lower path than asked (never a higher one than the CPU has), so
     the report must be ``isa`` or ``"baseline"``.
     """
-    import subprocess
-    import sys
-
     proc = subprocess.run([sys.executable, "-c", code], env=subprocess_env(RANDFEAT_VECTOR_ISA=isa),
                           capture_output=True, text=True, check=True)
     reported = proc.stdout.strip().splitlines()[-1]
     assert reported in (isa, "baseline"), reported
     return reported
+
+
+def run_bench(script, *args, timeout=600):
+    """Run ``bench/<script> *args`` as a user would (a child Python); return the CompletedProcess.
+
+    Output is captured as text; plots use the non-interactive Agg backend.
+    """
+    env = subprocess_env()
+    env.setdefault("MPLBACKEND", "Agg")
+    return subprocess.run([sys.executable, str(BENCH / script), *map(str, args)], capture_output=True, text=True,
+                          timeout=timeout, env=env)

@@ -8,23 +8,13 @@ when the tests run from an installed copy without the bench/ folder.
 import csv
 import json
 import math
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
-from _subprocess_env import subprocess_env
+from _subprocess_env import BENCH
+from _subprocess_env import run_bench as run
 
-BENCH = Path(__file__).resolve().parent.parent / "bench"
 pytestmark = pytest.mark.skipif(not (BENCH / "table1.py").exists(), reason="bench/ not next to tests/")
-
-
-def run(script, *args, timeout=600):
-    env = subprocess_env()
-    env.setdefault("MPLBACKEND", "Agg")
-    return subprocess.run([sys.executable, str(BENCH / script), *map(str, args)], capture_output=True, text=True,
-                          timeout=timeout, env=env)
 
 
 @pytest.fixture(scope="module")

@@ -4,8 +4,6 @@ a dict-based pure-Python reference, and the mathematics of random binning."""
 import importlib.util
 import math
 import pickle
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -18,7 +16,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from randfeat import RandomBinningFeatures
 from randfeat import _binning_fast
-from _subprocess_env import run_on_vector_path, subprocess_env
+from _subprocess_env import run_bench, run_on_vector_path
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -442,13 +440,7 @@ def test_show_config_lists_binning():
 
 # -------------------------------------------------------------------- bench
 def test_bench_tiny_runs(tmp_path):
-    out = subprocess.run(
-        [sys.executable, str(REPO / "bench" / "binning.py"), "--tiny", "--out", str(tmp_path)],
-        capture_output=True,
-        text=True,
-        env=subprocess_env(),
-        timeout=300,
-    )
+    out = run_bench("binning.py", "--tiny", "--out", tmp_path, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     assert (tmp_path / "binning.md").exists() and (tmp_path / "binning.csv").exists()
     text = (tmp_path / "binning.md").read_text()

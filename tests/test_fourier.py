@@ -16,8 +16,8 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from randfeat import RandomFourierFeatures, kernel_matrix
 from randfeat import _fourier_fast
 from randfeat._kernels import KERNELS
+from _subprocess_env import run_bench
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FEATURE_MAPS = ("cossin", "cos")
 DTYPES = (np.float64, np.float32)
 
@@ -465,13 +465,7 @@ def test_transform_errors():
 
 # ------------------------------------------------------------------- bench
 def test_bench_transform_tiny_runs(tmp_path):
-    script = os.path.join(REPO, "bench", "transform.py")
-    res = subprocess.run(
-        [sys.executable, script, "--tiny", "--threads", "1", "--out", str(tmp_path)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    res = run_bench("transform.py", "--tiny", "--threads", "1", "--out", tmp_path, timeout=300)
     assert res.returncode == 0, res.stderr
     md = (tmp_path / "transform-tiny.md").read_text()
     assert "RBFSampler / randfeat" in md and "float32" in md and "extra <= 64 MB" in md

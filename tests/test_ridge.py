@@ -15,7 +15,7 @@ import randfeat._ridge as ridge_mod
 from randfeat import RandomBinningFeatures, RandomFourierFeatures, Ridge, RidgeClassifier
 from randfeat._linops import SparseProducts
 from randfeat._sparse_fast import csr_matmat, csr_normal_matmat, csr_row_weighted_sq_sums, sum_blocks
-from _subprocess_env import subprocess_env
+from _subprocess_env import run_bench
 
 
 # --------------------------------------------------------------------------
@@ -473,18 +473,7 @@ def test_singular_system_with_zero_alpha_is_a_clear_error():
 
 # -------------------------------------------------------------------- bench
 def test_bench_tiny_runs(tmp_path):
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    repo = Path(__file__).resolve().parents[1]
-    out = subprocess.run(
-        [sys.executable, str(repo / "bench" / "ridge.py"), "--tiny", "--out", str(tmp_path)],
-        capture_output=True,
-        text=True,
-        env=subprocess_env(),
-        timeout=600,
-    )
+    out = run_bench("ridge.py", "--tiny", "--out", tmp_path)
     assert out.returncode == 0, out.stderr[-3000:]
     text = (tmp_path / "ridge.md").read_text()
     assert "CG binning" in text and "dense Cholesky" in text and "streaming" in text
