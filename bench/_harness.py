@@ -46,6 +46,34 @@ def current_rss():
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale
 
 
+def proc_status_bytes(key):
+    """This process's ``key`` line of /proc/self/status (e.g. "VmRSS"), in bytes.
+
+    Raises OSError where there is no /proc (not Linux).
+    """
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1]) * 1024
+    raise OSError(f"/proc/self/status has no {key} line")
+
+
+def peak_rss():
+    """Peak resident set size of this process in bytes.
+
+    VmHWM is this process's own high-water mark.  ru_maxrss is not: on Linux
+    a child starts from its parent's peak RSS at fork (a benchmark holding
+    gigabytes), so it is the fallback only, where there is no /proc.
+    """
+    try:
+        return proc_status_bytes("VmHWM")
+    except OSError:
+        import resource
+
+        ru = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        return ru if sys.platform == "darwin" else ru * 1024
+
+
 def _trim_heap():
     # Give freed heap memory back to the OS so that the next measurement's
     # baseline is honest (glibc keeps freed small blocks otherwise).

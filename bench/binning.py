@@ -103,12 +103,9 @@ MEMORY_SCRIPT = r"""
 import json, sys, numpy as np
 sys.path.insert(0, {here!r})
 from binning import covtype_like, GAMMA
+from _harness import proc_status_bytes
 from randfeat import RandomBinningFeatures
 
-def status(key):
-    for line in open("/proc/self/status"):
-        if line.startswith(key):
-            return int(line.split()[1]) * 1024
 X = covtype_like({n}, seed=0, dtype=np.{dtype})
 est = RandomBinningFeatures({P}, gamma=GAMMA, random_state=0, n_jobs={nt})
 est.fit(X[:10])  # import and warm everything up outside the measured call
@@ -118,9 +115,9 @@ try:
     reset = True
 except OSError:
     reset = False
-before = status("VmRSS")
+before = proc_status_bytes("VmRSS")
 Z = est.fit_transform(X)
-peak = status("VmHWM")
+peak = proc_status_bytes("VmHWM")
 csr = Z.data.nbytes + Z.indices.nbytes + Z.indptr.nbytes
 vocab = sum(a.nbytes for a in (est.bin_hashes_, est.grid_offsets_, est._dir, est._dir_offsets, est._dir_bits))
 print(json.dumps(dict(extra=peak - before, csr=csr, vocab=vocab, reset=reset)))

@@ -218,11 +218,7 @@ sys.path.insert(0, {here!r})
 from binning import covtype_like
 from randfeat import RandomFourierFeatures, Ridge
 from randfeat._ridge import _default_chunk_rows
-
-def status(key):
-    for line in open("/proc/self/status"):
-        if line.startswith(key):
-            return int(line.split()[1]) * 1024
+from _harness import peak_rss
 
 n, D, what = {n}, {D}, {what!r}
 X = covtype_like(n, seed=0, dtype=np.float32)
@@ -251,7 +247,7 @@ else:  # syrk of n rows, in the same chunks
         ssyrk(1.0, a.T, beta=1.0, c=C, trans=0, lower=1, overwrite_c=1)
     elapsed = time.perf_counter() - t
     extra = {{}}
-print(json.dumps(dict(seconds=elapsed, peak_rss=status("VmHWM"), chunk_rows=step, **extra)))
+print(json.dumps(dict(seconds=elapsed, peak_rss=peak_rss(), chunk_rows=step, **extra)))
 """
 
 

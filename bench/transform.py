@@ -119,23 +119,11 @@ def bench_case(n, d, D, dtype, n_threads, repeats):
 
 MEMORY_SCRIPT = textwrap.dedent(
     """
-    import json, resource, sys
+    import json, sys
     import numpy as np
+    sys.path.insert(0, sys.argv[5])
+    from _harness import peak_rss
     from randfeat import RandomFourierFeatures
-
-    def peak_rss():
-        # VmHWM is this process's own high-water mark.  ru_maxrss is not: on
-        # Linux a child starts from its parent's peak RSS at fork (here, a
-        # benchmark holding gigabytes), so it is the fallback only.
-        try:
-            with open("/proc/self/status") as f:
-                for line in f:
-                    if line.startswith("VmHWM:"):
-                        return int(line.split()[1]) * 1024
-        except OSError:
-            pass
-        ru = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        return ru if sys.platform == "darwin" else ru * 1024
 
     n, d, D, fm = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
     X = np.random.default_rng(0).standard_normal((n, d))
@@ -152,7 +140,7 @@ MEMORY_SCRIPT = textwrap.dedent(
 def memory_check(n, d, D, feature_map):
     """Peak RSS growth of one transform in a fresh process, vs the output size."""
     res = subprocess.run(
-        [sys.executable, "-c", MEMORY_SCRIPT, str(n), str(d), str(D), feature_map],
+        [sys.executable, "-c", MEMORY_SCRIPT, str(n), str(d), str(D), feature_map, HERE],
         capture_output=True,
         text=True,
         check=True,
