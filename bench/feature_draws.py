@@ -62,7 +62,6 @@ def main(argv=None):
         p.error(f"{source} not found: run bench/table1.py{' --' + profile_name if profile_name != 'full' else ''} first")
     results = json.loads(source.read_text())["results"]
     chosen = {r["task"]["key"]: {row["method"]: row for row in r["rows"]} for r in results}
-    table1.N_JOBS = None
     methods = {m.key: m for m in table1.build_methods(profile)}
 
     rows = []

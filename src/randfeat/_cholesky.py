@@ -115,7 +115,7 @@ class GramAccumulator:
                 m = min(n, _DECISION_ROWS)
                 wm = ww[:m]
                 dm = float(wm.sum()) or 1.0
-                cm = np.einsum("i,ij->j", wm, Zb[:m], dtype=np.float64) / dm
+                cm = c if m == n else np.einsum("i,ij->j", wm, Zb[:m], dtype=np.float64) / dm
                 mean_sq = np.einsum("i,ij,ij->j", wm, Zb[:m], Zb[:m], dtype=np.float64) / dm
                 if not _shift_needed(cm, mean_sq, self.dtype):
                     c[:] = 0.0
