@@ -74,6 +74,28 @@ def peak_rss():
         return ru if sys.platform == "darwin" else ru * 1024
 
 
+def run_child_json(code, *args):
+    """Run ``python -c code *args`` in a fresh process; return the JSON object on its last stdout line.
+
+    The child imports the same randfeat as this process (installed wheel or
+    in-place build): the directory holding the imported package goes first
+    on its PYTHONPATH (putting src/ first would shadow an installed wheel
+    with uncompiled sources).  A failing child raises RuntimeError with the
+    end of its stderr.
+    """
+    import subprocess
+
+    import randfeat
+
+    pkg_parent = str(Path(randfeat.__file__).resolve().parents[1])
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (pkg_parent, env.get("PYTHONPATH", "")) if p)
+    out = subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True, text=True, env=env)
+    if out.returncode != 0:
+        raise RuntimeError(out.stderr[-3000:])
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 def _trim_heap():
     # Give freed heap memory back to the OS so that the next measurement's
     # baseline is honest (glibc keeps freed small blocks otherwise).

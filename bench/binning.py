@@ -22,10 +22,8 @@ Results go to bench/results/binning.md and binning.csv (``--out DIR``).
 
 import argparse
 import csv
-import json
 import os
 import platform
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -35,6 +33,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import _binning_numpy as ref  # noqa: E402
+from _harness import run_child_json  # noqa: E402
 
 D = 54
 GAMMA = 0.25  # gives O(10^3-10^4) occupied bins per grid on this data at N=522000
@@ -125,9 +124,7 @@ print(json.dumps(dict(extra=peak - before, csr=csr, vocab=vocab, reset=reset)))
 
 
 def measure_memory(n, P, dtype, nt):
-    code = MEMORY_SCRIPT.format(here=str(HERE), n=n, P=P, dtype=np.dtype(dtype).name, nt=nt)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return run_child_json(MEMORY_SCRIPT.format(here=str(HERE), n=n, P=P, dtype=np.dtype(dtype).name, nt=nt))
 
 
 def main(argv=None):

@@ -32,10 +32,8 @@ Results: bench/results/ridge.md and ridge.csv (``--out DIR``).
 
 import argparse
 import csv
-import json
 import os
 import platform
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -47,6 +45,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from binning import GAMMA as BINNING_GAMMA  # noqa: E402
 from binning import covtype_like  # noqa: E402
+from _harness import run_child_json  # noqa: E402
 
 N_GRIDS = 50
 ALPHA = 1.0
@@ -252,18 +251,7 @@ print(json.dumps(dict(seconds=elapsed, peak_rss=peak_rss(), chunk_rows=step, **e
 
 
 def run_stream(n, D, what):
-    code = STREAM_SCRIPT.format(here=str(HERE), n=n, D=D, what=what)
-    import randfeat
-
-    # The child imports the same randfeat as this process (installed or in-place
-    # build); putting src/ first would shadow an installed wheel with sources.
-    pkg_parent = str(Path(randfeat.__file__).resolve().parents[1])
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([pkg_parent, env.get("PYTHONPATH", "")])
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
-    if out.returncode != 0:
-        raise RuntimeError(out.stderr[-3000:])
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return run_child_json(STREAM_SCRIPT.format(here=str(HERE), n=n, D=D, what=what))
 
 
 def bench_streaming(n, D, repeats, log):

@@ -31,11 +31,8 @@ Usage::
 
 import argparse
 import csv
-import json
 import os
 import platform
-import subprocess
-import sys
 import textwrap
 import time
 
@@ -44,6 +41,7 @@ from sklearn.kernel_approximation import RBFSampler
 from threadpoolctl import threadpool_limits
 
 import randfeat
+from _harness import run_child_json
 from randfeat import RandomFourierFeatures
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -139,13 +137,7 @@ MEMORY_SCRIPT = textwrap.dedent(
 
 def memory_check(n, d, D, feature_map):
     """Peak RSS growth of one transform in a fresh process, vs the output size."""
-    res = subprocess.run(
-        [sys.executable, "-c", MEMORY_SCRIPT, str(n), str(d), str(D), feature_map, HERE],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    r = json.loads(res.stdout.strip().splitlines()[-1])
+    r = run_child_json(MEMORY_SCRIPT, n, d, D, feature_map, HERE)
     growth = r["peak_after"] - r["peak_before"]
     extra_mb = (growth - r["output"]) / 2**20
     return dict(
