@@ -1,0 +1,41 @@
+"""Outputs equal those saved before the solver-layer rework (tests/baseline_cases.py).
+
+Features and exact kernels: bit-identical.  Solver outputs: equal to rounding
+amplified by the conditioning — 1e-10 relative in float64 (every problem in
+the fixture has cond(ZᵀZ + αI) < 1e4 and is solved to tol 1e-13), and a
+float32-scaled bound for float32 features (the centring arithmetic may
+change, and float32 products round at ~6e-8).
+"""
+
+import numpy as np
+import pytest
+
+from baseline_cases import FIXTURE, compute_outputs
+
+BASELINE = dict(np.load(FIXTURE))
+CURRENT = compute_outputs()
+
+
+def _rtol(key):
+    if "/float32/" in key:
+        return 2e-4
+    return 1e-10
+
+
+def test_same_cases():
+    assert sorted(CURRENT) == sorted(BASELINE)
+
+
+@pytest.mark.parametrize("key", sorted(k for k in BASELINE if k.startswith(("rff/", "binning/", "kernel/"))))
+def test_features_bit_identical(key):
+    np.testing.assert_array_equal(CURRENT[key], BASELINE[key])
+
+
+@pytest.mark.parametrize("key", sorted(k for k in BASELINE if ":" in k))
+def test_solver_outputs_unchanged(key):
+    got, want = CURRENT[key].astype(np.float64), BASELINE[key].astype(np.float64)
+    assert got.shape == want.shape
+    # Relative to the array's scale: entries near zero carry the same
+    # absolute rounding as the large ones.
+    scale = max(np.abs(want).max(), 1e-300)
+    np.testing.assert_allclose(got, want, rtol=0, atol=_rtol(key) * scale, err_msg=key)
