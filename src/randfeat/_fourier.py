@@ -216,13 +216,14 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, RandomFeatureMap):
         cossin = self.feature_map == "cossin"
         n_freq = (D + 1) // 2 if cossin else D
         rng = as_generator(self.random_state)
-        W, b = sample_fourier_parameters(
-            KERNELS[self.kernel], self.sampling, X.shape[1], n_freq, gamma, self.nu, rng, with_offset=not cossin
-        )
+        # Overflowing frequencies (a huge gamma) are reported by _check_frequencies.
+        with np.errstate(over="ignore", invalid="ignore"):
+            W, b = sample_fourier_parameters(
+                KERNELS[self.kernel], self.sampling, X.shape[1], n_freq, gamma, self.nu, rng, with_offset=not cossin
+            )
+            W = W.astype(dtype, copy=False)
         if cossin and D % 2:
             b = rng.uniform(0.0, 2.0 * np.pi, size=1)  # phase of the single column
-        with np.errstate(over="ignore"):
-            W = W.astype(dtype, copy=False)
         self._check_frequencies(W, gamma)
         self.gamma_ = gamma
         self.random_weights_ = W

@@ -266,13 +266,14 @@ def resolve_gamma(gamma, X):
     s, v = entry_variance(X)
     if v == 0.0:
         return 1.0
+    s, v = np.float64(s), np.float64(v)  # IEEE semantics (inf, 0), not Python's ZeroDivisionError
     with np.errstate(over="ignore", under="ignore", divide="ignore"):
         var = s * s * v
         resolved = 1.0 / (X.shape[1] * v * s * s)
     if not (np.isfinite(var) and np.isfinite(resolved) and resolved >= np.finfo(np.float64).tiny):
         raise ValueError(
             f"gamma='scale' needs 1 / (n_features * X.var()), but X's variance, about "
-            f"{s * s:.3g} * {v:.3g} (values up to {s:.3g} in magnitude), makes it "
+            f"{v:.3g} * {s:.3g}**2 (entries up to ~{s:.3g} in magnitude), makes it "
             f"{'overflow' if not np.isfinite(resolved) else 'underflow'} float64. Rescale X "
             f"(e.g. sklearn.preprocessing.StandardScaler) or give a numeric gamma."
         )

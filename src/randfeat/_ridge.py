@@ -295,7 +295,11 @@ class Ridge(RegressorMixin, _BaseRidge):
     ----------
     coef_ : ndarray of shape (n_features_out,) or (n_targets, n_features_out)
         Weights on the features (on X's columns when ``features`` is None).
+        1-D for a single target, whether y has shape (n_samples,) or
+        (n_samples, 1), as in scikit-learn >= 1.6.
     intercept_ : float or ndarray of shape (n_targets,)
+        A float for y of shape (n_samples,); an array of shape (1,) for y of
+        shape (n_samples, 1) when ``fit_intercept`` (scikit-learn's shapes).
     n_iter_ : ndarray of shape (n_targets,)
         CG iterations per target; 1 for Cholesky (one direct solve).
     relative_residual_ : ndarray of shape (n_targets,) or None

@@ -70,16 +70,21 @@ def _check_index_array(what, name, arr):
 
 
 def _check_range(what, name, arr, upper, axis_name):
-    """All of ``arr`` in [0, upper): one min and one max pass, no temporaries."""
+    """All of ``arr`` in [0, upper): one max pass, no temporary.
+
+    Viewed as unsigned, a negative index is a huge one, so a single ``max``
+    finds both faults; only then are they told apart.
+    """
     if arr.size == 0:
         return
-    lo, hi = arr.min(), arr.max()
-    if lo < 0:
+    unsigned = arr.view(np.dtype(f"u{arr.dtype.itemsize}")) if arr.dtype.kind == "i" else arr
+    if unsigned.max() < upper:
+        return
+    if arr.min() < 0:
         pos = int(np.argmax(arr < 0))
         _fail(what, f"{name}[{pos}] = {int(arr[pos])} is negative")
-    if hi >= upper:
-        pos = int(np.argmax(arr >= upper))
-        _fail(what, f"{name}[{pos}] = {int(arr[pos])} is >= {axis_name} = {upper}")
+    pos = int(np.argmax(arr >= upper))
+    _fail(what, f"{name}[{pos}] = {int(arr[pos])} is >= {axis_name} = {upper}")
 
 
 def _check_compressed(X, what):
