@@ -170,6 +170,23 @@ def test_row3_every_sparse_format_gives_the_csr_result(fmt):
     np.testing.assert_array_equal(RidgeClassifier(solver="cg").fit(X, YC).coef_, clf.coef_)
 
 
+def test_row3_strided_arrays_and_spare_entries_are_accepted():
+    # scipy keeps strided index/data arrays and entries past indptr[-1]
+    # (valid: they are not part of the matrix); the kernels take neither.
+    Xc = sp.csr_matrix(XD)
+    nnz = Xc.nnz
+    data = np.repeat(np.append(Xc.data, [7.0, 7.0]), 2)[::2]
+    indices = np.repeat(np.append(Xc.indices, [0, 1]), 2)[::2]
+    X = sp.csr_matrix(XD)
+    X.data, X.indices = data, indices  # as a user may; the constructor would copy
+    assert not X.data.flags.c_contiguous and X.data.shape[0] == nnz + 2
+    rff, binning = _fourier().fit(XD), _binning().fit(XD)
+    np.testing.assert_array_equal(rff.transform(X), rff.transform(Xc))
+    assert (binning.transform(X) != binning.transform(Xc)).nnz == 0
+    np.testing.assert_array_equal(kernel_matrix(X, kernel="laplacian"), kernel_matrix(Xc, kernel="laplacian"))
+    np.testing.assert_array_equal(Ridge(solver="cg").fit(X, Y).coef_, Ridge(solver="cg").fit(Xc, Y).coef_)
+
+
 def test_row3_non_canonical_csr_is_used_canonically_and_left_unchanged():
     # Unsorted indices with a duplicate: summed on a copy, never in the caller's arrays.
     X = sp.csr_matrix((np.array([1.0, 2.0, 3.0]), np.array([2, 0, 2]), np.array([0, 3, 3])), shape=(2, 6))
@@ -268,6 +285,12 @@ def test_row5_all_zero_sample_weight_is_a_clear_error(Est, y):
             est.fit(XD, y, sample_weight=np.zeros(len(y)))
     with pytest.raises(ValueError, match="sample_weight sums to 3.99e-320"):
         Est().fit(XD, y, sample_weight=np.full(len(y), 1e-321))
+
+
+@pytest.mark.parametrize("Est, y", [(Ridge, Y), (RidgeClassifier, YC)])
+def test_sparse_y_is_a_clear_error(Est, y):
+    with pytest.raises(TypeError, match=r"sparse y .* use y.toarray\(\)"):
+        Est().fit(XD, sp.csr_matrix(np.asarray(y, dtype=float)[:, None]))
 
 
 # =============================================== row 7: kernel_matrix on CSR

@@ -22,11 +22,6 @@ from ._validation import N_JOBS, Interval, as_generator, validate_X
 
 FEATURE_MAPS = ("cossin", "cos")
 
-# Elements moved per step when an odd cossin output drops its spare column:
-# bounds NumPy's overlap buffer to 2 MB (float64).
-_FOLD_BLOCK = 1 << 18
-
-
 def _max_abs(X):
     """max |x| over X's (stored) entries, without an |X| temporary."""
     values = X.data if sp.issparse(X) else X
@@ -43,7 +38,7 @@ def _fold_odd_cossin(Z, phase):
     cos(a + b) = cos a cos b - sin a sin b turns the last pair into the
     random-phase column of the ``cos`` map, and the spare last column is
     dropped by moving the rows left inside the same buffer, which is then
-    shrunk (no second output-sized array).
+    shrunk: no second output-sized array, one extra pass over the output.
     """
     n, width = Z.shape
     n_freq, D = width // 2, width - 1
@@ -51,11 +46,18 @@ def _fold_odd_cossin(Z, phase):
     cos_b, sin_b = Z.dtype.type(root2 * np.cos(phase)), Z.dtype.type(root2 * np.sin(phase))
     Z[:, n_freq - 1] = cos_b * Z[:, n_freq - 1] - sin_b * Z[:, width - 1]
     flat = Z.reshape(-1)
-    step = max(1, _FOLD_BLOCK // width)
-    for r0 in range(1, n, step):  # row 0 is already in place
-        r1 = min(n, r0 + step)
-        # Source and destination overlap; NumPy copies through a buffer.
-        flat[r0 * D : r1 * D].reshape(r1 - r0, D)[...] = Z[r0:r1, :D]
+    # Row r moves left by r elements.  Rows [r, r + k) can move in one copy
+    # without their source and destination overlapping when k <= r / D, so
+    # NumPy copies them directly (an overlapping 2-D copy would go through a
+    # temporary); a single row is a 1-D move, which NumPy does in place.
+    r = 1  # row 0 is already in place
+    while r < n:
+        k = min(max(1, r // D), n - r)
+        if k == 1:
+            flat[r * D : (r + 1) * D] = flat[r * width : r * width + D]
+        else:
+            flat[r * D : (r + k) * D].reshape(k, D)[...] = Z[r : r + k, :D]
+        r += k
     del flat
     try:
         Z.resize((n, D), refcheck=False)  # realloc keeps the first n*D elements

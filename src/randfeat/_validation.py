@@ -175,28 +175,26 @@ def canonical_csr(X):
     """Return a CSR ``X`` (checked, any index dtype) as a canonical ``csr_matrix``.
 
     Sorted indices without duplicates (summed, on a copy: the caller's matrix
-    is never changed), entries past ``indptr[-1]`` dropped, indices and
-    indptr of one dtype, int32 or int64.  Shares X's arrays when nothing
-    needs to change.
+    is never changed), entries past ``indptr[-1]`` dropped, contiguous
+    arrays, indices and indptr of one dtype, int32 or int64.  Shares X's
+    arrays when nothing needs to change.
     """
     nnz = int(X.indptr[-1])
-    indices, indptr, data = X.indices[:nnz], X.indptr, X.data[:nnz]
-    index_dtype = np.result_type(indices.dtype, indptr.dtype)
+    index_dtype = np.result_type(X.indices.dtype, X.indptr.dtype)
     if index_dtype not in (np.int32, np.int64):
         fits = max(nnz, X.shape[1]) <= np.iinfo(np.int32).max
         index_dtype = np.int32 if fits else np.int64
-    if (
-        not isinstance(X, sp.csr_matrix)
-        or indices.dtype != index_dtype
-        or indptr.dtype != index_dtype
-        or nnz != X.indices.shape[0]
-        or nnz != X.data.shape[0]
+    # Kernels take contiguous arrays of one index dtype (no copy when they are).
+    data = np.ascontiguousarray(X.data if X.data.shape[0] == nnz else X.data[:nnz])
+    indices = np.ascontiguousarray(X.indices if X.indices.shape[0] == nnz else X.indices[:nnz], dtype=index_dtype)
+    indptr = np.ascontiguousarray(X.indptr, dtype=index_dtype)
+    if not (
+        isinstance(X, sp.csr_matrix)
+        and data is X.data
+        and indices is X.indices
+        and indptr is X.indptr
     ):
-        X = sp.csr_matrix(
-            (data, indices.astype(index_dtype, copy=False), indptr.astype(index_dtype, copy=False)),
-            shape=X.shape,
-            copy=False,
-        )
+        X = sp.csr_matrix((data, indices, indptr), shape=X.shape, copy=False)
     if not X.has_canonical_format:
         X = X.copy()
         X.sum_duplicates()  # also sorts the indices
@@ -212,7 +210,11 @@ def _finish(X):
     return canonical_csr(X) if sp.issparse(X) else X
 
 
-def validate_X(estimator, X, *, reset, dtype=FLOAT_DTYPES):
+# What validate_data must ensure of X in every entry point (finite by default).
+_X_CHECKS = dict(accept_sparse="csr", dtype=list(FLOAT_DTYPES), ensure_min_samples=1, ensure_min_features=1)
+
+
+def validate_X(estimator, X, *, reset):
     """Validate X for any randfeat estimator: 2-D, finite, float32/float64, dense or CSR.
 
     Float32 stays float32; every other dtype (ints, bools) becomes float64.
@@ -227,23 +229,12 @@ def validate_X(estimator, X, *, reset, dtype=FLOAT_DTYPES):
     estimator : estimator instance
     X : {array-like, sparse matrix} of shape (n_samples, n_features)
     reset : bool
-    dtype : tuple of dtypes, default=(float64, float32)
 
     Returns
     -------
     X : ndarray or csr_matrix
     """
-    X = validate_data(
-        estimator,
-        _checked_structure(X),
-        reset=reset,
-        accept_sparse="csr",
-        dtype=list(dtype),
-        ensure_all_finite=True,
-        ensure_min_samples=1,
-        ensure_min_features=1,
-    )
-    return _finish(X)
+    return _finish(validate_data(estimator, _checked_structure(X), reset=reset, **_X_CHECKS))
 
 
 def validate_X_y(estimator, X, y, *, y_numeric):
@@ -262,17 +253,10 @@ def validate_X_y(estimator, X, y, *, y_numeric):
     X : ndarray or csr_matrix
     y : ndarray
     """
+    if sp.issparse(y):
+        raise TypeError("A sparse y was passed, but the targets must be dense; use y.toarray().")
     X, y = validate_data(
-        estimator,
-        _checked_structure(X),
-        y,
-        reset=True,
-        accept_sparse="csr",
-        dtype=list(FLOAT_DTYPES),
-        multi_output=True,
-        y_numeric=y_numeric,
-        ensure_min_samples=1,
-        ensure_min_features=1,
+        estimator, _checked_structure(X), y, reset=True, multi_output=True, y_numeric=y_numeric, **_X_CHECKS
     )
     return _finish(X), y
 
