@@ -377,31 +377,7 @@ def test_wrong_width():
         est.transform(_data(5, 4))
 
 
-@pytest.mark.parametrize(
-    "params, exc, match",
-    [
-        ({"n_grids": 0}, ValueError, "n_grids"),
-        ({"n_grids": 2.5}, TypeError, "n_grids"),
-        ({"gamma": 0.0}, ValueError, "gamma"),
-        ({"gamma": -1.0}, ValueError, "gamma"),
-        ({"gamma": "scale"}, ValueError, "gamma"),
-        ({"kernel": "poly"}, ValueError, "Unknown kernel"),
-        ({"kernel": "rbf"}, ValueError, "negative near 0"),
-        ({"kernel": "cauchy"}, ValueError, "negative near 0"),
-        ({"kernel": "matern"}, ValueError, "separable"),
-        ({"n_jobs": 0}, ValueError, "n_jobs"),
-    ],
-)
-def test_bad_parameters(params, exc, match):
-    with pytest.raises(exc, match=match):
-        RandomBinningFeatures(**params).fit(_data(10, 2))
-
-
-def test_rbf_error_explains_why():
-    with pytest.raises(ValueError) as info:
-        RandomBinningFeatures(kernel="rbf").fit(_data(10, 2))
-    msg = str(info.value)
-    assert "rbf" in msg and "binning" in msg and "RandomFourierFeatures" in msg
+# Bad parameters (and the rbf explanation): tests/test_params.py.
 
 
 @pytest.mark.parametrize("value", [1e20, -1e20, 1e300])

@@ -28,7 +28,13 @@ def slow_features(est, X):
     X = X.toarray() if sp.issparse(X) else np.asarray(X)
     XW = X.astype(np.float64) @ est.random_weights_.astype(np.float64)
     if est.feature_map == "cossin":
-        return np.hstack([np.cos(XW), np.sin(XW)]) * np.sqrt(1.0 / XW.shape[1])
+        n_freq = XW.shape[1]
+        if est.n_features_out_ % 2 == 0:
+            return np.hstack([np.cos(XW), np.sin(XW)]) * np.sqrt(1.0 / n_freq)
+        # Odd D: D' - 1 cos/sin pairs and one random-phase cos column.
+        b = est.random_offset_.astype(np.float64)
+        single = np.sqrt(2.0) * np.cos(XW[:, -1:] + b)
+        return np.hstack([np.cos(XW[:, :-1]), single, np.sin(XW[:, :-1])]) * np.sqrt(1.0 / n_freq)
     return np.cos(XW + est.random_offset_.astype(np.float64)) * np.sqrt(2.0 / XW.shape[1])
 
 
@@ -39,6 +45,8 @@ def feature_tolerance(est, X, dtype):
     W = est.random_weights_.astype(np.float64)
     D = est.n_features_out_
     scale = np.sqrt(1.0 / W.shape[1]) if est.feature_map == "cossin" else np.sqrt(2.0 / D)
+    if est.feature_map == "cossin" and D % 2:
+        scale *= 2  # the single column is sqrt(2)·(cos b·C - sin b·S): errors of two columns
     magnitude = (np.abs(X.astype(np.float64)) @ np.abs(W)).max() + 2 * np.pi
     eps = np.finfo(dtype).eps
     return scale * (X.shape[1] + 4) * eps * magnitude
@@ -82,6 +90,11 @@ SHAPES = [
     (67, 3, 2),
     (131, 7, 1100),
     (300, 9, 2100),
+    # odd widths (cossin: D' - 1 pairs and one phased column)
+    (1, 1, 1),
+    (5, 2, 3),
+    (67, 3, 9),
+    (300, 9, 2101),
 ]
 
 
@@ -356,33 +369,16 @@ def test_feature_names_and_set_output():
 
 
 # -------------------------------------------------------- sklearn conventions
-# scikit-learn's checks set n_components=1 in these six, which the cossin map
-# rejects by design (it needs an even width: half cos, half sin).  All of them
-# run and pass on the feature_map='cos' instance, where n_components=1 is valid.
-_COSSIN_N_COMPONENTS_1 = {
-    name: "sklearn sets n_components=1; cossin needs an even n_components (passes with feature_map='cos')"
-    for name in (
-        "check_dont_overwrite_parameters",
-        "check_methods_sample_order_invariance",
-        "check_methods_subset_invariance",
-        "check_fit2d_1sample",
-        "check_fit2d_1feature",
-        "check_fit2d_predict1d",
-    )
-}
-
-
-def _expected_failed_checks(est):
-    return _COSSIN_N_COMPONENTS_1 if est.feature_map == "cossin" else {}
-
-
+# The default instance passes every check with no expected failure: the
+# checks set n_components=1, an odd width, which cossin defines (one
+# random-phase column; see test_odd_cossin_*).
 @parametrize_with_checks(
     [
+        RandomFourierFeatures(),
         RandomFourierFeatures(10, feature_map="cos", random_state=0),
         RandomFourierFeatures(10, feature_map="cossin", random_state=0),
         RandomFourierFeatures(10, kernel="matern", sampling="orthogonal", random_state=0),
     ],
-    expected_failed_checks=_expected_failed_checks,
 )
 def test_sklearn_compatible(estimator, check):
     check(estimator)
@@ -405,30 +401,7 @@ def test_in_pipeline_and_grid_search():
 X_OK = np.random.default_rng(0).normal(size=(5, 3))
 
 
-@pytest.mark.parametrize(
-    "params, exc, match",
-    [
-        (dict(n_components=0), ValueError, "n_components"),
-        (dict(n_components=-4), ValueError, "n_components"),
-        (dict(n_components=2.0), TypeError, "n_components"),
-        (dict(n_components=7), ValueError, "even"),
-        (dict(gamma=0.0), ValueError, "gamma"),
-        (dict(gamma=-1.0), ValueError, "gamma"),
-        (dict(gamma=np.inf), ValueError, "gamma"),
-        (dict(gamma="auto"), ValueError, "gamma"),
-        (dict(kernel="poly"), ValueError, "kernel"),
-        (dict(feature_map="sin"), ValueError, "feature_map"),
-        (dict(sampling="sobol"), ValueError, "sampling"),
-        (dict(kernel="matern", nu=1.0), ValueError, "nu"),
-        (dict(kernel="laplacian", sampling="orthogonal"), ValueError, "orthogonal"),
-        (dict(kernel="cauchy", sampling="orthogonal"), ValueError, "orthogonal"),
-        (dict(n_jobs=0), ValueError, "n_jobs"),
-    ],
-)
-def test_bad_parameters_raise_in_fit(params, exc, match):
-    est = RandomFourierFeatures(**{"n_components": 4, **params})  # __init__ never raises
-    with pytest.raises(exc, match=match):
-        est.fit(X_OK)
+# Bad parameters: tests/test_params.py.
 
 
 @pytest.mark.parametrize(

@@ -400,28 +400,7 @@ def test_pipeline_and_float32_dtype():
 
 
 # ---------------------------------------------------------------- bad input
-@pytest.mark.parametrize(
-    "params, exc, match",
-    [
-        ({"alpha": -1.0}, ValueError, "alpha must be >= 0"),
-        ({"alpha": "1"}, TypeError, "alpha"),
-        ({"tol": 0.0}, ValueError, "tol"),
-        ({"tol": -1e-3}, ValueError, "tol"),
-        ({"max_iter": 0}, ValueError, "max_iter"),
-        ({"max_iter": 2.5}, TypeError, "max_iter"),
-        ({"chunk_size": 0}, ValueError, "chunk_size"),
-        ({"solver": "lsqr"}, ValueError, "solver"),
-        ({"n_jobs": 0}, ValueError, "n_jobs"),
-        ({"features": StandardScaler()}, TypeError, "randfeat feature map"),
-        ({"features": "rff"}, TypeError, "randfeat feature map"),
-    ],
-)
-@pytest.mark.parametrize("Est", [Ridge, RidgeClassifier])
-def test_bad_parameters(Est, params, exc, match):
-    X, y = make_data(n=20, d=3)
-    y = y > np.median(y) if Est is RidgeClassifier else y
-    with pytest.raises(exc, match=match):
-        Est(**params).fit(X, y)
+# Bad parameters: tests/test_params.py.
 
 
 @pytest.mark.parametrize("bad", [np.nan, np.inf])

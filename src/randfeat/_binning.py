@@ -5,21 +5,27 @@ module ``_binning_fast`` hashes, builds the vocabularies and writes the CSR.
 """
 
 
+from numbers import Integral
+
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import ClassNamePrefixFeaturesOutMixin
+from sklearn.utils._param_validation import InvalidParameterError, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from . import _binning_fast
-from ._base import RandomFeatureMap
-from ._kernels import check_gamma, get_kernel
-from ._threads import check_n_jobs, effective_n_threads
-from ._validation import as_generator, check_positive_int, validate_features_input
+from ._base import RandomFeatureMap, fit_context
+from ._kernels import GAMMA, KERNELS
+from ._validation import N_JOBS, Interval, as_generator, validate_X
 
 # Bins are int64 in the kernel; |bin| <= 2**62 leaves a factor-2 margin and is
 # what the no-collision argument for one-coordinate changes needs (see the header).
 MAX_ABS_BIN = 2.0**62
 _LANES = _binning_fast.LANES
+
+
+#: Kernels random binning can represent: separable, with a pitch density.
+BINNING_KERNELS = sorted(name for name, spec in KERNELS.items() if spec.sample_pitch is not None)
 
 
 def _index_dtype(*bounds):
@@ -52,8 +58,8 @@ class RandomBinningFeatures(ClassNamePrefixFeaturesOutMixin, RandomFeatureMap):
         A separable kernel whose pitch density δ·k''(δ) is a probability
         density; ``'laplacian'``, k(x, y) = exp(-γ‖x − y‖₁), δ ~ Gamma(2, 1/γ).
         Kernels binning cannot represent (``'rbf'``, ``'cauchy'``,
-        ``'matern'``) raise a ValueError that says why; use
-        ``RandomFourierFeatures`` for them.
+        ``'matern'``) raise an ``InvalidParameterError`` (a ValueError)
+        that says why; use ``RandomFourierFeatures`` for them.
     gamma : float, default=1.0
         Kernel parameter, as in ``sklearn.metrics.pairwise.laplacian_kernel``.
     random_state : int, RandomState instance, Generator or None, default=None
@@ -121,6 +127,14 @@ class RandomBinningFeatures(ClassNamePrefixFeaturesOutMixin, RandomFeatureMap):
 
     _sparse_output = True
 
+    _parameter_constraints: dict = {
+        "n_grids": [Interval(Integral, 1, None, closed="left")],
+        "kernel": [StrOptions(set(BINNING_KERNELS))],
+        "gamma": GAMMA,
+        "random_state": ["random_state", np.random.Generator],
+        "n_jobs": N_JOBS,
+    }
+
     def __init__(self, n_grids=30, *, kernel="laplacian", gamma=1.0, random_state=None, n_jobs=None):
         self.n_grids = n_grids
         self.kernel = kernel
@@ -129,6 +143,7 @@ class RandomBinningFeatures(ClassNamePrefixFeaturesOutMixin, RandomFeatureMap):
         self.n_jobs = n_jobs
 
     # ------------------------------------------------------------------ API
+    @fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Draw the grids and build the vocabulary of bins occupied by X.
 
@@ -146,6 +161,7 @@ class RandomBinningFeatures(ClassNamePrefixFeaturesOutMixin, RandomFeatureMap):
         self._fit(X, return_features=False)
         return self
 
+    @fit_context(prefer_skip_nested_validation=True)
     def fit_transform(self, X, y=None):
         """Fit to X and return its features, binning X only once.
 
@@ -176,11 +192,11 @@ class RandomBinningFeatures(ClassNamePrefixFeaturesOutMixin, RandomFeatureMap):
             at fit, columns sorted within each row.
         """
         check_is_fitted(self, "bin_hashes_")
-        X = validate_features_input(self, X, reset=False)
+        X = validate_X(self, X, reset=False)
         self._check_bin_range(X)
         n, d = X.shape
         P = self.n_grids_
-        n_threads = effective_n_threads(self.n_jobs)
+        n_threads = self._n_threads()
         idx = _index_dtype(n * P, self.n_features_out_)
         indices = np.empty(n * P, dtype=idx)
         counts = np.empty(n, dtype=np.int64)
@@ -212,26 +228,31 @@ class RandomBinningFeatures(ClassNamePrefixFeaturesOutMixin, RandomFeatureMap):
         return self.n_features_out_
 
     # ------------------------------------------------------------ internals
-    def _check_params(self):
-        P = check_positive_int(self.n_grids, "n_grids")
-        spec = get_kernel(self.kernel)
-        if spec.sample_pitch is None:
-            raise ValueError(
-                f"kernel={self.kernel!r} cannot be used with random binning features: "
-                f"{spec.no_binning_reason}"
+    def _explain_invalid(self, name, value):
+        if name == "kernel" and isinstance(value, str) and value in KERNELS:
+            return (
+                f"Random binning features cannot represent kernel={value!r}: "
+                f"{KERNELS[value].no_binning_reason}."
             )
-        check_gamma(self.gamma, allow_scale=False)
-        check_n_jobs(self.n_jobs)
-        return P, spec
+        return super()._explain_invalid(name, value)
 
     def _draw_grids(self, spec, P, d):
         rng = as_generator(self.random_state)
-        pitches = np.asarray(spec.sample_pitch(rng, (P, d), float(self.gamma)), dtype=np.float64)
-        offsets = rng.uniform(0.0, 1.0, size=(P, d)) * pitches
-        inv = 1.0 / pitches
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+            pitches = np.asarray(spec.sample_pitch(rng, (P, d), float(self.gamma)), dtype=np.float64)
+            offsets = rng.uniform(0.0, 1.0, size=(P, d)) * pitches
+            inv = 1.0 / pitches
+        # Pitches scale like 1/gamma: a huge gamma makes them too small to
+        # invert, a tiny one too large to represent.
+        if not np.all(np.isfinite(pitches) & np.isfinite(offsets)):
+            raise InvalidParameterError(
+                f"gamma={self.gamma!r} is too small: the random bin widths (of order 1/gamma) overflow "
+                f"float64. Use a larger gamma, or rescale X so that one applies."
+            )
         if not (np.all(pitches > 0) and np.all(np.isfinite(inv))):
-            raise ValueError(
-                f"gamma={self.gamma!r} gives bin widths too small to invert in float64; use a smaller gamma"
+            raise InvalidParameterError(
+                f"gamma={self.gamma!r} is too large: the random bin widths (of order 1/gamma) are too "
+                f"small to invert in float64. Use a smaller gamma, or rescale X so that one applies."
             )
         # Kernel layout (d, Ppad): the innermost loop runs over grids, padded to
         # whole vector lanes with u = 1/δ = 0 (padding bins are ignored).
@@ -274,15 +295,15 @@ class RandomBinningFeatures(ClassNamePrefixFeaturesOutMixin, RandomFeatureMap):
         )
 
     def _fit(self, X, return_features):
-        P, spec = self._check_params()
-        X = validate_features_input(self, X, reset=True)
+        P, spec = self.n_grids, KERNELS[self.kernel]
+        X = validate_X(self, X, reset=True)
         n, d = X.shape
         if n >= 2**32 - 1:
             raise ValueError(f"RandomBinningFeatures supports fewer than 2**32 - 1 training rows, got {n}")
         self.pitches_, self.offsets_, self._U, self._INV = self._draw_grids(spec, P, d)
         self.n_grids_ = P
         self._check_bin_range(X)
-        n_threads = effective_n_threads(self.n_jobs)
+        n_threads = self._n_threads()
         self._value = float(np.float64(1.0) / np.sqrt(np.float64(P)))
 
         # The N x P hashes are stored inside the output CSR's own buffers (see

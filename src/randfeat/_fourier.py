@@ -1,21 +1,69 @@
 """RandomFourierFeatures: the scikit-learn transformer.
 
 Python does validation, random draws and the thread count; the fused kernel
-in ``_fourier_fast`` computes the features.
+in ``_fourier_fast`` computes the features.  An odd ``n_components`` with the
+``cossin`` map is computed by that kernel as ⌈D/2⌉ cos/sin pairs and folded
+into D columns here (``_fold_odd_cossin``).
 """
 
+from numbers import Integral
 
+import numpy as np
+import scipy.sparse as sp
 from sklearn.base import ClassNamePrefixFeaturesOutMixin
+from sklearn.utils._param_validation import InvalidParameterError, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from ._base import RandomFeatureMap
+from ._base import RandomFeatureMap, fit_context
 from ._fourier_sampling import SAMPLINGS, sample_fourier_parameters
 from ._fourier_transform import fourier_features
-from ._kernels import KERNELS, check_gamma, check_nu, get_kernel, resolve_gamma
-from ._threads import check_n_jobs, effective_n_threads
-from ._validation import as_generator, check_choice, check_positive_int, validate_features_input
+from ._kernels import GAMMA, KERNEL_NAMES, KERNELS, NU, resolve_gamma
+from ._validation import N_JOBS, Interval, as_generator, validate_X
 
 FEATURE_MAPS = ("cossin", "cos")
+
+def _max_abs(X):
+    """max |x| over X's (stored) entries, without an |X| temporary."""
+    values = X.data if sp.issparse(X) else X
+    if values.size == 0:
+        return 0.0
+    return max(float(values.max()), -float(values.min()))
+
+
+def _fold_odd_cossin(Z, phase):
+    """Fold the 2D' columns of the cossin kernel into the D = 2D' - 1 columns of an odd width, in place.
+
+    ``Z = sqrt(1/D') [cos a_1 .. cos a_D', sin a_1 .. sin a_D']`` becomes
+    ``sqrt(1/D') [cos a_1 .. cos a_{D'-1}, sqrt(2) cos(a_D' + b), sin a_1 .. sin a_{D'-1}]``:
+    cos(a + b) = cos a cos b - sin a sin b turns the last pair into the
+    random-phase column of the ``cos`` map, and the spare last column is
+    dropped by moving the rows left inside the same buffer, which is then
+    shrunk: no second output-sized array, one extra pass over the output.
+    """
+    n, width = Z.shape
+    n_freq, D = width // 2, width - 1
+    root2 = np.sqrt(2.0)
+    cos_b, sin_b = Z.dtype.type(root2 * np.cos(phase)), Z.dtype.type(root2 * np.sin(phase))
+    Z[:, n_freq - 1] = cos_b * Z[:, n_freq - 1] - sin_b * Z[:, width - 1]
+    flat = Z.reshape(-1)
+    # Row r moves left by r elements.  Rows [r, r + k) can move in one copy
+    # without their source and destination overlapping when k <= r / D, so
+    # NumPy copies them directly (an overlapping 2-D copy would go through a
+    # temporary); a single row is a 1-D move, which NumPy does in place.
+    r = 1  # row 0 is already in place
+    while r < n:
+        k = min(max(1, r // D), n - r)
+        if k == 1:
+            flat[r * D : (r + 1) * D] = flat[r * width : r * width + D]
+        else:
+            flat[r * D : (r + k) * D].reshape(k, D)[...] = Z[r : r + k, :D]
+        r += k
+    del flat
+    try:
+        Z.resize((n, D), refcheck=False)  # realloc keeps the first n*D elements
+        return Z
+    except ValueError:  # pragma: no cover - Z does not own its buffer
+        return Z.reshape(-1)[: n * D].reshape(n, D)
 
 
 class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, RandomFeatureMap):
@@ -29,7 +77,8 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, RandomFeatureMap):
     Parameters
     ----------
     n_components : int, default=100
-        Output width D.  Must be even for ``feature_map='cossin'``.
+        Output width D, any positive integer (see ``feature_map`` for an odd
+        D with ``'cossin'``).
     kernel : {'rbf', 'laplacian', 'cauchy', 'matern'}, default='rbf'
         Kernel approximated; see ``randfeat.kernel_matrix`` for the formulas.
     gamma : float or 'scale', default=1.0
@@ -40,7 +89,19 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, RandomFeatureMap):
     feature_map : {'cossin', 'cos'}, default='cossin'
         ``'cossin'``: ``z(x) = sqrt(1/D') [cos(Wᵀx), sin(Wᵀx)]`` with
         ``D' = D/2`` frequencies.  ``'cos'``: ``z(x) = sqrt(2/D) cos(Wᵀx + b)``
-        with D frequencies and ``b ~ U[0, 2π)``.  ``'cossin'`` is the default
+        with D frequencies and ``b ~ U[0, 2π)``.  An odd D with ``'cossin'``
+        uses ``D' = (D + 1)/2`` frequencies: the first ``D' - 1`` give cos/sin
+        pairs, the last one the single column ``sqrt(2) cos(w_{D'}ᵀx + b)``
+        with a random phase b, all scaled by ``sqrt(1/D')``, in the order
+        ``[cos(w_1ᵀx) .. cos(w_{D'-1}ᵀx), sqrt(2) cos(w_{D'}ᵀx + b),
+        sin(w_1ᵀx) .. sin(w_{D'-1}ᵀx)]``.  Each of the D' frequencies then
+        contributes a term of expectation k(x, y) to ``z(x)ᵀz(y)``
+        (``cos a cos c + sin a sin c = cos(a - c)`` for a pair,
+        ``E_b[2 cos(a + b) cos(c + b)] = cos(a - c)`` for the single column),
+        so ``E[z(x)ᵀz(y)] = k(x, y)`` holds exactly for every D.  (Dropping
+        the last sin column without a phase would not do: ``E[cos(wᵀx)
+        cos(wᵀy)] = (k(x - y) + k(x + y))/2``.)  An even D gives the same
+        features as always.  ``'cossin'`` is the default
         because at equal output width it approximates the kernel with lower
         variance (Sutherland & Schneider, 2015): the random phase b of the
         ``cos`` map adds noise that the sin/cos pair cancels exactly.
@@ -61,11 +122,12 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, RandomFeatureMap):
     Attributes
     ----------
     random_weights_ : ndarray of shape (n_features_in_, D') or (n_features_in_, D)
-        Frequencies W, as columns (``D' = D/2`` for ``cossin``), in the dtype
-        of the training data.
-    random_offset_ : ndarray of shape (D,) or None
-        Phases b of the ``cos`` map, in the training data's dtype; None for
-        ``cossin``, which has no phase.
+        Frequencies W, as columns (``D' = ⌈D/2⌉`` for ``cossin``), in the
+        dtype of the training data.
+    random_offset_ : ndarray of shape (D,) or (1,), or None
+        Phases b in the training data's dtype: one per frequency for ``cos``;
+        for ``cossin``, None (no phase) when D is even and the phase of the
+        last frequency's single column when D is odd.
     gamma_ : float
         The numeric gamma used (resolves ``gamma='scale'``).
     n_features_in_ : int
@@ -93,6 +155,17 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, RandomFeatureMap):
     True
     """
 
+    _parameter_constraints: dict = {
+        "n_components": [Interval(Integral, 1, None, closed="left")],
+        "kernel": [KERNEL_NAMES],
+        "gamma": [*GAMMA, StrOptions({"scale"})],
+        "nu": NU,
+        "feature_map": [StrOptions(set(FEATURE_MAPS))],
+        "sampling": [StrOptions(set(SAMPLINGS))],
+        "random_state": ["random_state", np.random.Generator],
+        "n_jobs": N_JOBS,
+    }
+
     def __init__(
         self,
         n_components=100,
@@ -114,28 +187,16 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, RandomFeatureMap):
         self.random_state = random_state
         self.n_jobs = n_jobs
 
-    def _check_params(self):
-        spec = get_kernel(self.kernel)
-        n_components = check_positive_int(self.n_components, "n_components")
-        check_choice(self.feature_map, "feature_map", FEATURE_MAPS)
-        check_choice(self.sampling, "sampling", SAMPLINGS)
-        if self.feature_map == "cossin" and n_components % 2:
-            raise ValueError(
-                f"n_components must be even for feature_map='cossin' (half cos, half sin), "
-                f"got {n_components}; use an even value or feature_map='cos'"
-            )
-        check_gamma(self.gamma)
-        check_nu(self.kernel, self.nu)
-        if self.sampling == "orthogonal" and spec.radial_norms is None:
+    def _check_param_combinations(self):
+        if self.sampling == "orthogonal" and KERNELS[self.kernel].radial_norms is None:
             radial = sorted(k for k, s in KERNELS.items() if s.radial_norms is not None)
-            raise ValueError(
+            raise InvalidParameterError(
                 f"sampling='orthogonal' does not apply to kernel={self.kernel!r}: its spectral "
                 f"density is not spherically symmetric (frequencies are independent per "
                 f"coordinate); use it with {radial}, or sampling='iid' or 'qmc'"
             )
-        check_n_jobs(self.n_jobs)
-        return spec, n_components
 
+    @fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Draw the random frequencies for inputs shaped like X.
 
@@ -150,32 +211,67 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, RandomFeatureMap):
         -------
         self : RandomFourierFeatures
         """
-        spec, n_components = self._check_params()
-        X = validate_features_input(self, X, reset=True)
+        X = validate_X(self, X, reset=True)
         dtype = X.dtype
-        d = X.shape[1]
-        self.gamma_ = resolve_gamma(self.gamma, X)
+        gamma = resolve_gamma(self.gamma, X)
+        D = self.n_components
         cossin = self.feature_map == "cossin"
-        n_freq = n_components // 2 if cossin else n_components
-        W, b = sample_fourier_parameters(
-            spec,
-            self.sampling,
-            d,
-            n_freq,
-            self.gamma_,
-            self.nu,
-            as_generator(self.random_state),
-            with_offset=not cossin,
-        )
-        self.random_weights_ = W.astype(dtype, copy=False)
+        n_freq = (D + 1) // 2 if cossin else D
+        rng = as_generator(self.random_state)
+        # Overflowing frequencies (a huge gamma) are reported by _check_frequencies.
+        with np.errstate(over="ignore", invalid="ignore"):
+            W, b = sample_fourier_parameters(
+                KERNELS[self.kernel], self.sampling, X.shape[1], n_freq, gamma, self.nu, rng, with_offset=not cossin
+            )
+            W = W.astype(dtype, copy=False)
+        if cossin and D % 2:
+            b = rng.uniform(0.0, 2.0 * np.pi, size=1)  # phase of the single column
+        self._check_frequencies(W, gamma)
+        self.gamma_ = gamma
+        self.random_weights_ = W
         self.random_offset_ = None if b is None else b.astype(dtype, copy=False)
-        self.n_features_out_ = n_components
+        self.n_features_out_ = D
+        # transform reads the map from here, never from the (settable) parameter.
+        self._cossin = cossin
         return self
+
+    def _check_frequencies(self, W, gamma):
+        """Raise unless every frequency is finite in the features' dtype (else the features are NaN)."""
+        if np.isfinite(W).all():
+            return
+        why = (
+            f"gamma={self.gamma!r} is too large"
+            if not isinstance(self.gamma, str)
+            else f"gamma='scale' resolved to {gamma:.3g} (X's variance is tiny)"
+        )
+        fix = "a smaller gamma" if not isinstance(self.gamma, str) else "rescaled X"
+        msg = (
+            f"{why} for kernel={self.kernel!r} in {W.dtype}: some random frequencies "
+            f"overflow to infinity (they scale like {'gamma' if self.kernel == 'laplacian' else 'sqrt(gamma)'}), "
+            f"so the features would be NaN. Use {fix}, e.g. after "
+            f"sklearn.preprocessing.StandardScaler a gamma of order 1/n_features."
+        )
+        raise (ValueError if isinstance(self.gamma, str) else InvalidParameterError)(msg)
 
     @property
     def _n_features_out(self):
         # Read by ClassNamePrefixFeaturesOutMixin.get_feature_names_out.
         return self.n_features_out_
+
+    @fit_context(prefer_skip_nested_validation=True)
+    def fit_transform(self, X, y=None):
+        """Fit to X and return its features (all or nothing: a failure leaves the estimator as it was).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        y : ignored
+
+        Returns
+        -------
+        Z : ndarray of shape (n_samples, n_components)
+        """
+        return self.fit(X).transform(X)
 
     def transform(self, X):
         """Compute the random Fourier features of X.
@@ -189,12 +285,34 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, RandomFeatureMap):
         -------
         Z : ndarray of shape (n_samples, n_components)
             C-ordered, float32 for float32 input, float64 otherwise.
+
+        Raises
+        ------
+        ValueError
+            If X is so large that ``X @ W`` overflows (the features would be NaN).
         """
         check_is_fitted(self, "random_weights_")
-        X = validate_features_input(self, X, reset=False)
-        n_threads = effective_n_threads(self.n_jobs)
-        return fourier_features(
-            X, self.random_weights_, self.random_offset_, self.feature_map == "cossin", n_threads
+        X = validate_X(self, X, reset=False)
+        n_threads = self._n_threads()
+        W = self.random_weights_
+        Z = fourier_features(X, W, None if self._cossin else self.random_offset_, self._cossin, n_threads)
+        if self._cossin and self.n_features_out_ % 2:
+            Z = _fold_odd_cossin(Z, float(self.random_offset_[0]))
+        self._check_no_overflow(X, Z)
+        return Z
+
+    def _check_no_overflow(self, X, Z):
+        """Raise if ``X @ W`` overflowed (cos(±inf) is NaN); O(n·d) unless X is near the float range."""
+        W = self.random_weights_
+        limit = float(np.finfo(Z.dtype).max) / 4
+        # |x·w| <= d·max|x|·max|w|: below the limit nothing can overflow.
+        bound = X.shape[1] * _max_abs(X) * _max_abs(W)
+        if bound < limit or np.isfinite(Z).all():
+            return
+        raise ValueError(
+            f"X @ random_weights_ overflows {Z.dtype} (X has values up to {_max_abs(X):.3g}, the "
+            f"frequencies up to {_max_abs(W):.3g}), so the features would be NaN. Rescale X "
+            f"(e.g. sklearn.preprocessing.StandardScaler) or use a smaller gamma."
         )
 
     def __sklearn_tags__(self):

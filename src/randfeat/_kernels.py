@@ -18,13 +18,16 @@ maps look everything up here.  Frequencies are returned as a ``(d, n)``
 matrix ``W`` so that features are ``cos(X @ W + b)``.
 """
 
-import numbers
 from dataclasses import dataclass
+from numbers import Real
 from typing import Callable, Optional
 
 import numpy as np
 import scipy.sparse as sp
 from scipy import special, stats
+from sklearn.utils._param_validation import InvalidParameterError, Options, StrOptions, validate_params
+
+from ._validation import Interval, check_array_for_kernel
 
 MATERN_NUS = (0.5, 1.5, 2.5)
 
@@ -185,46 +188,133 @@ KERNELS = {
 }
 
 
-def get_kernel(kernel):
-    """Return the ``KernelSpec`` named ``kernel`` or raise a clear ValueError."""
-    if not isinstance(kernel, str) or kernel not in KERNELS:
-        raise ValueError(f"Unknown kernel {kernel!r}; expected one of {sorted(KERNELS)}")
-    return KERNELS[kernel]
+#: Constraints shared by every place that takes these parameters.
+KERNEL_NAMES = StrOptions(set(KERNELS))
+GAMMA = [Interval(Real, 0, None, closed="neither")]  # positive and finite
+NU = [Options(Real, set(MATERN_NUS))]
 
 
-def check_gamma(gamma, allow_scale=True):
-    """Raise a clear error unless ``gamma`` is a positive finite number (or 'scale')."""
-    if allow_scale and isinstance(gamma, str) and gamma == "scale":
-        return
-    if isinstance(gamma, bool) or not isinstance(gamma, numbers.Real) or not np.isfinite(gamma) or gamma <= 0:
-        allowed = "a positive finite number or 'scale'" if allow_scale else "a positive finite number"
-        raise ValueError(f"gamma must be {allowed}, got {gamma!r}")
+# ------------------------------------------------------------- gamma="scale"
+# Rows (dense) or stored values (CSR) per pass of the variance: bounds the
+# float64 temporaries to a few MB whatever the size of X.
+_VARIANCE_CHUNK = 1 << 18
 
 
-def check_nu(kernel, nu):
-    """Raise a clear error unless ``nu`` is a supported Matérn smoothness."""
-    if kernel == "matern" and nu not in MATERN_NUS:
-        raise ValueError(f"nu must be one of {MATERN_NUS} for the Matérn kernel, got {nu!r}")
+def _value_chunks(X):
+    """Yield X's stored values (float64, 1-D) a few MB at a time; CSR: its data only."""
+    if sp.issparse(X):
+        for s in range(0, X.data.shape[0], _VARIANCE_CHUNK):
+            yield X.data[s : s + _VARIANCE_CHUNK].astype(np.float64)
+    else:
+        X = np.asarray(X)
+        step = max(1, _VARIANCE_CHUNK // X.shape[1])
+        for s in range(0, X.shape[0], step):
+            yield X[s : s + step].astype(np.float64).ravel()
+
+
+def entry_variance(X):
+    """Variance of all n·d entries of X (a CSR's implicit zeros included), without cancellation.
+
+    Two passes over X (mean, then the centred sum of squares — never
+    E[x²] − E[x]², which loses every digit when the mean is large against the
+    spread), on X divided by a power of two s ≥ max|x| so that no partial sum
+    overflows; returned as ``(s, v)`` with the variance equal to s²·v
+    (v ≤ 1), so a variance beyond float64 is still described.
+
+    Parameters
+    ----------
+    X : ndarray or CSR matrix, validated (finite)
+
+    Returns
+    -------
+    s : float
+        The power-of-two scale (0 for an all-zero X).
+    v : float
+        Variance of X / s.
+    """
+    n_total = X.shape[0] * X.shape[1]
+    max_abs = max((float(np.abs(c).max()) for c in _value_chunks(X) if c.size), default=0.0)
+    if max_abs == 0.0:
+        return 0.0, 0.0
+    s = float(2.0 ** np.frexp(max_abs)[1])  # dividing by a power of two is exact
+    mean = sum(float(np.sum(c / s)) for c in _value_chunks(X)) / n_total
+    ssd = sum(float(np.sum(np.square(c / s - mean))) for c in _value_chunks(X))
+    n_implicit = n_total - (X.data.shape[0] if sp.issparse(X) else n_total)
+    ssd += n_implicit * mean * mean  # the CSR's implicit zeros
+    return s, ssd / n_total
 
 
 def resolve_gamma(gamma, X):
-    """Return the numeric gamma; ``'scale'`` means 1 / (n_features · X.var()), as RBFSampler."""
+    """Return the numeric gamma; ``'scale'`` means 1 / (n_features · X.var()), as RBFSampler.
+
+    X.var() is the variance of all entries, computed stably for dense and
+    sparse X alike (``entry_variance``); a constant X gives 1.0, as in
+    scikit-learn.  A variance too large or too small for 1/(n_features·var)
+    to be a positive float64 raises a ValueError naming X's scale.
+
+    Parameters
+    ----------
+    gamma : float or 'scale'
+    X : ndarray or CSR matrix, validated
+
+    Returns
+    -------
+    gamma : float
+    """
     if not (isinstance(gamma, str) and gamma == "scale"):
         return float(gamma)
-    if sp.issparse(X):
-        mean = X.mean()
-        var = X.multiply(X).mean() - mean * mean
-    else:
-        var = np.asarray(X).var()
-    return 1.0 / (X.shape[1] * var) if var > 0 else 1.0
+    s, v = entry_variance(X)
+    if v == 0.0:
+        return 1.0
+    s, v = np.float64(s), np.float64(v)  # IEEE semantics (inf, 0), not Python's ZeroDivisionError
+    with np.errstate(over="ignore", under="ignore", divide="ignore"):
+        var = s * s * v
+        resolved = 1.0 / (X.shape[1] * v * s * s)
+    if not (np.isfinite(var) and np.isfinite(resolved) and resolved >= np.finfo(np.float64).tiny):
+        raise ValueError(
+            f"gamma='scale' needs 1 / (n_features * X.var()), but X's variance, about "
+            f"{v:.3g} * {s:.3g}**2 (entries up to ~{s:.3g} in magnitude), makes it "
+            f"{'overflow' if not np.isfinite(resolved) else 'underflow'} float64. Rescale X "
+            f"(e.g. sklearn.preprocessing.StandardScaler) or give a numeric gamma."
+        )
+    return float(resolved)
 
 
+# -------------------------------------------------------------- kernel_matrix
+def _int32_indices(X):
+    """X with int32 indices, as scikit-learn's sparse Manhattan distance requires."""
+    if X.indices.dtype == np.int32 and X.indptr.dtype == np.int32:
+        return X
+    if max(X.indptr[-1], X.shape[1]) > np.iinfo(np.int32).max:
+        raise ValueError(
+            "kernel='laplacian' on sparse input needs fewer than 2**31 stored entries and "
+            "columns (scikit-learn's sparse Manhattan distance takes 32-bit indices); "
+            "split X into blocks of rows and call kernel_matrix on each"
+        )
+    return sp.csr_matrix(
+        (X.data, X.indices.astype(np.int32), X.indptr.astype(np.int32)), shape=X.shape, copy=False
+    )
+
+
+@validate_params(
+    {
+        "X": ["array-like", "sparse matrix"],
+        "Y": ["array-like", "sparse matrix", None],
+        "kernel": [KERNEL_NAMES],
+        "gamma": GAMMA,
+        "nu": NU,
+    },
+    prefer_skip_nested_validation=True,
+)
 def kernel_matrix(X, Y=None, *, kernel="rbf", gamma=1.0, nu=1.5):
     """Exact kernel matrix that randfeat's features approximate.
 
     Parameters
     ----------
     X : array-like or sparse matrix of shape (n_samples_X, n_features)
+        Sparse input of any scipy format is checked (index arrays in range)
+        and used as a canonical CSR matrix (duplicates summed), whatever its
+        index dtype.
     Y : array-like or sparse matrix of shape (n_samples_Y, n_features), default=None
         None means ``Y = X``.
     kernel : {'rbf', 'laplacian', 'cauchy', 'matern'}, default='rbf'
@@ -246,13 +336,17 @@ def kernel_matrix(X, Y=None, *, kernel="rbf", gamma=1.0, nu=1.5):
     >>> kernel_matrix(np.zeros((1, 2)), np.ones((1, 2)), kernel="laplacian", gamma=0.5)
     array([[0.36787944]])
     """
-    from sklearn.utils import check_array
-
-    spec = get_kernel(kernel)
-    check_gamma(gamma, allow_scale=False)
-    check_nu(kernel, nu)
-    X = check_array(X, accept_sparse="csr", dtype=np.float64)
-    Y = X if Y is None else check_array(Y, accept_sparse="csr", dtype=np.float64)
+    spec = KERNELS[kernel]
+    X = check_array_for_kernel(X, "X")
+    Y = X if Y is None else check_array_for_kernel(Y, "Y")
     if X.shape[1] != Y.shape[1]:
         raise ValueError(f"X has {X.shape[1]} features but Y has {Y.shape[1]}")
+    if kernel == "laplacian":
+        X = _int32_indices(X) if sp.issparse(X) else X
+        Y = _int32_indices(Y) if sp.issparse(Y) else Y
+    if kernel == "matern" and not np.isfinite(np.sqrt(2.0 * float(gamma))):
+        raise InvalidParameterError(
+            f"gamma={gamma!r} is too large for the Matérn kernel: its length scale "
+            f"1/sqrt(2*gamma) underflows to 0. Rescale X so that a smaller gamma applies."
+        )
     return np.asarray(spec.exact(X, Y, float(gamma), nu), dtype=np.float64)

@@ -19,24 +19,25 @@ chunk and never held whole when it is dense).  Solvers:
   only O(N·K + D·K) on top of Z.
 """
 
-import numbers
 import sys
 import time
+from numbers import Integral, Real
 
 import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, clone
 from sklearn.preprocessing import LabelBinarizer
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted, column_or_1d, validate_data
+from sklearn.utils.validation import check_is_fitted, column_or_1d
 
-from ._base import RandomFeatureMap
+from ._base import RandomFeatureMap, ValidatedParamsMixin, fit_context
 from ._cg import cg_ridge
 from ._cholesky import GramAccumulator, cholesky_ridge
 from ._linops import make_products
-from ._threads import check_n_jobs, effective_n_threads, limit_blas_threads
-from ._validation import check_choice
+from ._threads import effective_n_threads, limit_blas_threads
+from ._validation import N_JOBS, Interval, check_sample_weight, validate_X, validate_X_y
 
 #: Widest dense Z for which ``solver="auto"`` picks Cholesky (see module doc).
 CHOLESKY_MAX_FEATURES = 10_000
@@ -54,8 +55,20 @@ def _default_chunk_rows(n_features, itemsize):
     return max(64, DEFAULT_CHUNK_BYTES // max(1, n_features * itemsize))
 
 
-class _BaseRidge(BaseEstimator):
+class _BaseRidge(ValidatedParamsMixin, BaseEstimator):
     """Shared fitting machinery of Ridge and RidgeClassifier."""
+
+    _parameter_constraints: dict = {
+        "alpha": [Interval(Real, 0, None, closed="left")],  # finite: inf is excluded
+        "features": [RandomFeatureMap, None],
+        "solver": [StrOptions(set(_SOLVERS))],
+        "fit_intercept": ["boolean"],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "max_iter": [Interval(Integral, 1, None, closed="left"), None],
+        "chunk_size": [Interval(Integral, 1, None, closed="left"), None],
+        "verbose": ["verbose"],
+        "n_jobs": N_JOBS,
+    }
 
     def __init__(
         self,
@@ -81,37 +94,16 @@ class _BaseRidge(BaseEstimator):
         self.n_jobs = n_jobs
 
     # ------------------------------------------------------------ validation
-    def _check_params(self):
-        name = type(self).__name__
-        if isinstance(self.alpha, bool) or not isinstance(self.alpha, numbers.Real) or not np.isfinite(self.alpha):
-            raise TypeError(f"alpha must be a finite real number, got {self.alpha!r}")
-        if self.alpha < 0:
-            raise ValueError(f"alpha must be >= 0, got {self.alpha!r}")
-        check_choice(self.solver, "solver", _SOLVERS)
-        if isinstance(self.tol, bool) or not isinstance(self.tol, numbers.Real) or not self.tol > 0:
-            raise ValueError(f"tol must be a real number > 0, got {self.tol!r}")
-        for pname in ("max_iter", "chunk_size"):
-            value = getattr(self, pname)
-            if value is None:
-                continue
-            if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-                raise TypeError(f"{pname} must be None or an integer >= 1, got {value!r}")
-            if value < 1:
-                raise ValueError(f"{pname} must be None or an integer >= 1, got {value!r}")
-        if not isinstance(self.fit_intercept, (bool, np.bool_)):
-            raise TypeError(f"fit_intercept must be a bool, got {self.fit_intercept!r}")
-        if not isinstance(self.verbose, (bool, np.bool_)) and not (
-            isinstance(self.verbose, numbers.Integral) and self.verbose >= 0
-        ):
-            raise ValueError(f"verbose must be a non-negative integer, got {self.verbose!r}")
-        check_n_jobs(self.n_jobs)
-        if self.features is not None and not isinstance(self.features, RandomFeatureMap):
-            raise TypeError(
+    def _explain_invalid(self, name, value):
+        if name == "features":
+            name = type(self).__name__
+            return (
                 f"{name}(features=...) must be a randfeat feature map such as "
                 f"RandomFourierFeatures(...) or RandomBinningFeatures(...), got "
-                f"{type(self.features).__name__}. To use another transformer, put it "
+                f"{type(value).__name__}. To use another transformer, put it "
                 f"in a sklearn Pipeline before {name}."
             )
+        return super()._explain_invalid(name, value)
 
     def _log(self, msg):
         if self.verbose:
@@ -221,7 +213,7 @@ class _BaseRidge(BaseEstimator):
     # ------------------------------------------------------------ prediction
     def _features_chunks(self, X):
         """Yield (start, stop, Z block) for the rows of validated X."""
-        if self.features is None or not hasattr(self, "features_"):
+        if getattr(self, "features_", None) is None:  # fitted state, not the parameter
             yield 0, X.shape[0], X
             return
         D = int(self.features_.n_features_out_)
@@ -231,7 +223,8 @@ class _BaseRidge(BaseEstimator):
 
     def _decision(self, X):
         check_is_fitted(self, "coef_")
-        X = validate_data(self, X, reset=False, accept_sparse="csr", dtype=[np.float64, np.float32])
+        X = validate_X(self, X, reset=False)
+        self._runtime_params("chunk_size")
         coef = self.coef_.reshape(-1, self.coef_.shape[-1])
         K = coef.shape[0]
         out = np.empty((X.shape[0], K), dtype=coef.dtype)
@@ -247,26 +240,10 @@ class _BaseRidge(BaseEstimator):
 
 
 def _validate_Xy(est, X, y, sample_weight):
-    X, y = validate_data(
-        est,
-        X,
-        y,
-        reset=True,
-        accept_sparse="csr",
-        dtype=[np.float64, np.float32],
-        multi_output=True,
-        y_numeric=isinstance(est, RegressorMixin),
-    )
-    if sp.issparse(X) and not X.has_canonical_format:
-        X = X.copy()
-        X.sum_duplicates()
+    X, y = validate_X_y(est, X, y, y_numeric=isinstance(est, RegressorMixin))
     if isinstance(est, ClassifierMixin) and y.ndim == 2 and y.shape[1] == 1:
         y = column_or_1d(y, warn=True)  # a column vector is not a multilabel target
-    if sample_weight is not None:
-        sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64)
-        if np.any(sample_weight < 0):
-            raise ValueError("sample_weight must be non-negative")
-    return X, y, sample_weight
+    return X, y, check_sample_weight(sample_weight, X)
 
 
 class Ridge(RegressorMixin, _BaseRidge):
@@ -318,7 +295,11 @@ class Ridge(RegressorMixin, _BaseRidge):
     ----------
     coef_ : ndarray of shape (n_features_out,) or (n_targets, n_features_out)
         Weights on the features (on X's columns when ``features`` is None).
+        1-D for a single target, whether y has shape (n_samples,) or
+        (n_samples, 1), as in scikit-learn >= 1.6.
     intercept_ : float or ndarray of shape (n_targets,)
+        A float for y of shape (n_samples,); an array of shape (1,) for y of
+        shape (n_samples, 1) when ``fit_intercept`` (scikit-learn's shapes).
     n_iter_ : ndarray of shape (n_targets,)
         CG iterations per target; 1 for Cholesky (one direct solve).
     relative_residual_ : ndarray of shape (n_targets,) or None
@@ -358,6 +339,7 @@ class Ridge(RegressorMixin, _BaseRidge):
     array([1., 2., 3.])
     """
 
+    @fit_context(prefer_skip_nested_validation=False)  # features= is fitted inside: let it validate itself
     def fit(self, X, y, sample_weight=None):
         """Fit the model.
 
@@ -372,7 +354,6 @@ class Ridge(RegressorMixin, _BaseRidge):
         -------
         self : Ridge
         """
-        self._check_params()
         X, y, sample_weight = _validate_Xy(self, X, y, sample_weight)
         Y = np.asarray(y, dtype=np.float64)
         single = Y.ndim == 1
@@ -383,6 +364,13 @@ class Ridge(RegressorMixin, _BaseRidge):
             self.intercept_ = intercept[0]
             if self._factor is not None:
                 self.noise_variance_ = float(self._factor.noise_variance[0])
+        elif Y.shape[1] == 1:
+            # One target given as a column: coef_ is 1-D and intercept_ keeps
+            # its target axis, as in scikit-learn >= 1.6.
+            self.coef_ = coef[0]
+            self.intercept_ = intercept if self.fit_intercept else intercept[0]
+            if self._factor is not None:
+                self.noise_variance_ = self._factor.noise_variance.copy()
         else:
             self.coef_ = coef
             self.intercept_ = intercept
@@ -490,6 +478,7 @@ class RidgeClassifier(ClassifierMixin, _BaseRidge):
     array([0, 1])
     """
 
+    @fit_context(prefer_skip_nested_validation=False)  # features= is fitted inside: let it validate itself
     def fit(self, X, y, sample_weight=None):
         """Fit one-vs-rest ridge regressions on ±1 targets.
 
@@ -503,7 +492,6 @@ class RidgeClassifier(ClassifierMixin, _BaseRidge):
         -------
         self : RidgeClassifier
         """
-        self._check_params()
         X, y, sample_weight = _validate_Xy(self, X, y, sample_weight)
         check_classification_targets(y)
         self._label_binarizer = LabelBinarizer(pos_label=1, neg_label=-1)

@@ -1,58 +1,320 @@
-"""Input validation shared by the estimators.
+"""Input and parameter validation shared by the estimators and ``kernel_matrix``.
 
 Compiled code trusts only what passes through here: finite values, a float
-dtype it was compiled for, 2-D shape, at least one row, CSR for sparse input.
+dtype it was compiled for, 2-D shape, at least one row, and for sparse input a
+canonical CSR matrix (sorted indices, no duplicates, int32 or int64 indices)
+whose index arrays were checked to describe a valid matrix *before* anything
+read them (``check_sparse_structure``: scipy's constructor does not check the
+values of hand-built index arrays, and a compiled kernel reading a column
+index >= n_features writes or reads out of bounds).
+
+Parameters are declared with scikit-learn's ``_parameter_constraints``; the
+constraint types randfeat adds live here (``Interval`` that refuses bools,
+``N_JOBS``).
 """
 
+import inspect
 import numbers
+from numbers import Integral
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.utils import check_random_state
-from sklearn.utils.validation import validate_data
+from sklearn.utils import check_array, check_random_state
+from sklearn.utils._param_validation import Interval as _SklearnInterval
+from sklearn.utils.validation import _check_sample_weight, validate_data
 
 FLOAT_DTYPES = (np.float64, np.float32)
 
 
-def validate_features_input(estimator, X, *, reset):
-    """Validate X for a feature map: 2-D, finite, float32/float64, dense or CSR.
+# ------------------------------------------------------------- parameters
+class Interval(_SklearnInterval):
+    """scikit-learn's ``Interval`` constraint, but a bool never satisfies it.
 
-    Float32 stays float32; every other dtype (ints, bools) becomes float64.
-    CSR input comes back with canonical format (sorted, no duplicates) so
-    kernels may rely on it.  ``reset=True`` (in fit) records
-    ``n_features_in_``; ``reset=False`` (in transform) checks X's width
-    against it.
+    ``True`` is an ``int`` to Python, yet never a count, a scale or a
+    tolerance: ``n_components=True`` is a bug in the caller, so it is
+    rejected with ``InvalidParameterError`` like any other wrong type.
     """
-    X = validate_data(
-        estimator,
-        X,
-        reset=reset,
-        accept_sparse="csr",
-        dtype=list(FLOAT_DTYPES),
-        ensure_all_finite=True,
-        ensure_min_samples=1,
-        ensure_min_features=1,
+
+    def is_satisfied_by(self, val):
+        """Return True when ``val`` is a number (not a bool) in the interval."""
+        if isinstance(val, (bool, np.bool_)):
+            return False
+        return super().is_satisfied_by(val)
+
+
+#: ``n_jobs``: None, a positive count, or a negative count as in joblib
+#: (-1 = all cores, -2 = all but one); 0 is excluded.
+N_JOBS = [
+    Interval(Integral, None, -1, closed="right"),
+    Interval(Integral, 1, None, closed="left"),
+    None,
+]
+
+N_JOBS_ZERO = "n_jobs == 0 has no meaning; use None or -1 for all cores, or a positive count."
+
+
+# ------------------------------------------------------- sparse structure
+def _fail(what, problem):
+    raise ValueError(
+        f"{what} is not a valid sparse matrix: {problem}. Its index arrays were probably "
+        f"built by hand or changed in place (scipy does not check them); rebuild it with "
+        f"scipy.sparse.csr_matrix((data, indices, indptr), shape=...) from valid arrays, "
+        f"and see X.check_format(full_check=True)."
     )
-    if sp.issparse(X) and not X.has_canonical_format:
-        X = X.copy()
-        X.sum_duplicates()
+
+
+def _check_index_array(what, name, arr):
+    if not isinstance(arr, np.ndarray) or arr.ndim != 1 or not np.issubdtype(arr.dtype, np.integer):
+        kind = getattr(arr, "dtype", type(arr).__name__)
+        _fail(what, f"{name} must be a 1-D integer array, got {kind} with shape {np.shape(arr)}")
+
+
+def _check_range(what, name, arr, upper, axis_name):
+    """All of ``arr`` in [0, upper): one max pass, no temporary.
+
+    Viewed as unsigned, a negative index is a huge one, so a single ``max``
+    finds both faults; only then are they told apart.
+    """
+    if arr.size == 0:
+        return
+    unsigned = arr.view(np.dtype(f"u{arr.dtype.itemsize}")) if arr.dtype.kind == "i" else arr
+    if unsigned.max() < upper:
+        return
+    if arr.min() < 0:
+        pos = int(np.argmax(arr < 0))
+        _fail(what, f"{name}[{pos}] = {int(arr[pos])} is negative")
+    pos = int(np.argmax(arr >= upper))
+    _fail(what, f"{name}[{pos}] = {int(arr[pos])} is >= {axis_name} = {upper}")
+
+
+def _check_compressed(X, what):
+    """CSR/CSC/BSR: indptr starts at 0, never decreases, ends within indices/data; indices in range."""
+    fmt = X.format
+    if fmt == "bsr":
+        R, C = X.blocksize
+        n_major, n_minor = X.shape[0] // R, X.shape[1] // C
+        major, minor = "block rows", "the number of block columns"
+    elif fmt == "csr":
+        (n_major, n_minor), major, minor = X.shape, "rows", "n_features"
+    else:
+        (n_minor, n_major), major, minor = X.shape, "columns", "n_samples"
+    indptr, indices = X.indptr, X.indices
+    _check_index_array(what, "indptr", indptr)
+    _check_index_array(what, "indices", indices)
+    if indptr.shape[0] != n_major + 1:
+        _fail(what, f"indptr has length {indptr.shape[0]}, expected {n_major + 1} ({major} + 1)")
+    if indptr[0] != 0:
+        _fail(what, f"indptr[0] = {int(indptr[0])}, expected 0")
+    if n_major and (indptr[1:] < indptr[:-1]).any():
+        pos = int(np.argmax(indptr[1:] < indptr[:-1]))
+        _fail(what, f"indptr decreases at position {pos + 1} ({int(indptr[pos])} then {int(indptr[pos + 1])})")
+    nnz = int(indptr[-1])
+    n_data = X.data.shape[0] if X.data.ndim >= 1 else -1
+    if nnz > indices.shape[0] or nnz > n_data:
+        _fail(
+            what,
+            f"indptr[-1] = {nnz} stored entries, but indices has {indices.shape[0]} "
+            f"and data has {n_data}",
+        )
+    _check_range(what, "indices", indices[:nnz], n_minor, minor)
+
+
+def _check_coo(X, what):
+    row, col = X.row, X.col
+    _check_index_array(what, "row", row)
+    _check_index_array(what, "col", col)
+    n = X.data.shape[0]
+    if row.shape[0] != n or col.shape[0] != n:
+        _fail(what, f"row, col and data have lengths {row.shape[0]}, {col.shape[0]}, {n}")
+    _check_range(what, "row", row, X.shape[0], "n_samples")
+    _check_range(what, "col", col, X.shape[1], "n_features")
+
+
+def check_sparse_structure(X, input_name="X"):
+    """Check that sparse ``X``'s index arrays describe a valid matrix; return X in a checked format.
+
+    O(nnz) and read-only: a few vectorised passes (``min``, ``max``, one
+    comparison of ``indptr`` with itself), no copy of X.  CSR, CSC and BSR
+    (index pointer and indices), COO (coordinates) are checked as given;
+    LIL, DOK and DIA are first converted to COO by scipy (those conversions
+    never use an index as a memory address) and the result is checked.
+
+    Parameters
+    ----------
+    X : scipy sparse matrix or array
+    input_name : str, default="X"
+        Name used in the error message.
+
+    Returns
+    -------
+    X : scipy sparse matrix or array
+        X itself, or its COO conversion for LIL, DOK and DIA input.
+
+    Raises
+    ------
+    ValueError
+        Naming the first fault found (an index out of range or negative, a
+        decreasing or short ``indptr``, arrays of inconsistent lengths) and
+        how to rebuild a valid matrix.
+    """
+    what = f"{input_name} ({type(X).__name__}, format {X.format!r})"
+    if len(X.shape) != 2:
+        raise ValueError(f"Expected a 2-D sparse matrix for {input_name}, got shape {X.shape}.")
+    if X.format in ("lil", "dok", "dia"):
+        X = X.tocoo()
+    if X.format in ("csr", "csc", "bsr"):
+        _check_compressed(X, what)
+    elif X.format == "coo":
+        _check_coo(X, what)
+    else:  # pragma: no cover - scipy has no other format today
+        raise ValueError(f"Unsupported sparse format {X.format!r} for {input_name}; convert it to CSR.")
     return X
 
 
-def check_positive_int(value, name, *, minimum=1):
-    """Raise a clear error unless ``value`` is an integer >= ``minimum``."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer, got {value!r}")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value!r}")
-    return int(value)
+def canonical_csr(X):
+    """Return a CSR ``X`` (checked, any index dtype) as a canonical ``csr_matrix``.
+
+    Sorted indices without duplicates (summed, on a copy: the caller's matrix
+    is never changed), entries past ``indptr[-1]`` dropped, contiguous
+    arrays, indices and indptr of one dtype, int32 or int64.  Shares X's
+    arrays when nothing needs to change.
+    """
+    nnz = int(X.indptr[-1])
+    index_dtype = np.result_type(X.indices.dtype, X.indptr.dtype)
+    if index_dtype not in (np.int32, np.int64):
+        fits = max(nnz, X.shape[1]) <= np.iinfo(np.int32).max
+        index_dtype = np.int32 if fits else np.int64
+    # Kernels take contiguous arrays of one index dtype (no copy when they are).
+    data = np.ascontiguousarray(X.data if X.data.shape[0] == nnz else X.data[:nnz])
+    indices = np.ascontiguousarray(X.indices if X.indices.shape[0] == nnz else X.indices[:nnz], dtype=index_dtype)
+    indptr = np.ascontiguousarray(X.indptr, dtype=index_dtype)
+    if not (
+        isinstance(X, sp.csr_matrix)
+        and data is X.data
+        and indices is X.indices
+        and indptr is X.indptr
+    ):
+        X = sp.csr_matrix((data, indices, indptr), shape=X.shape, copy=False)
+    if not X.has_canonical_format:
+        X = X.copy()
+        X.sum_duplicates()  # also sorts the indices
+    return X
 
 
-def check_choice(value, name, choices):
-    """Raise a clear error unless ``value`` is one of ``choices``."""
-    if not isinstance(value, str) or value not in choices:
-        raise ValueError(f"Unknown {name} {value!r}; expected one of {list(choices)}")
-    return value
+# ------------------------------------------------------------------ inputs
+def _checked_structure(X, input_name="X"):
+    return check_sparse_structure(X, input_name) if sp.issparse(X) else X
+
+
+def _finish(X):
+    return canonical_csr(X) if sp.issparse(X) else X
+
+
+# What validate_data must ensure of X in every entry point (finite by default).
+_X_CHECKS = dict(accept_sparse="csr", dtype=list(FLOAT_DTYPES), ensure_min_samples=1, ensure_min_features=1)
+
+
+def validate_X(estimator, X, *, reset):
+    """Validate X for any randfeat estimator: 2-D, finite, float32/float64, dense or CSR.
+
+    Float32 stays float32; every other dtype (ints, bools) becomes float64.
+    Sparse input of any scipy format (CSR, CSC, COO, ``csr_array``, ...) has
+    its structure checked first, then comes back as a canonical
+    ``csr_matrix`` (see ``canonical_csr``) so kernels may rely on it.
+    ``reset=True`` (in fit) records ``n_features_in_`` and the feature names;
+    ``reset=False`` (in transform, predict) checks X's width against them.
+
+    Parameters
+    ----------
+    estimator : estimator instance
+    X : {array-like, sparse matrix} of shape (n_samples, n_features)
+    reset : bool
+
+    Returns
+    -------
+    X : ndarray or csr_matrix
+    """
+    return _finish(validate_data(estimator, _checked_structure(X), reset=reset, **_X_CHECKS))
+
+
+def validate_X_y(estimator, X, y, *, y_numeric):
+    """Validate X as ``validate_X(reset=True)`` and y as a (multi-output) target of X's length.
+
+    Parameters
+    ----------
+    estimator : estimator instance
+    X : {array-like, sparse matrix} of shape (n_samples, n_features)
+    y : array-like of shape (n_samples,) or (n_samples, n_targets)
+    y_numeric : bool
+        Convert an object-dtype y to float64 (regressors).
+
+    Returns
+    -------
+    X : ndarray or csr_matrix
+    y : ndarray
+    """
+    if sp.issparse(y):
+        raise TypeError("A sparse y was passed, but the targets must be dense; use y.toarray().")
+    X, y = validate_data(
+        estimator, _checked_structure(X), y, reset=True, multi_output=True, y_numeric=y_numeric, **_X_CHECKS
+    )
+    return _finish(X), y
+
+
+# scikit-learn >= 1.7 refuses all-zero weights itself, with its own message;
+# let them through so ours (the same for every version) is the one raised.
+_ALLOW_ZERO_WEIGHTS = (
+    {"allow_all_zero_weights": True}
+    if "allow_all_zero_weights" in inspect.signature(_check_sample_weight).parameters
+    else {}
+)
+
+
+def check_sample_weight(sample_weight, X):
+    """Validate sample weights: finite, non-negative, one per row of X, summing to a usable positive number.
+
+    Parameters
+    ----------
+    sample_weight : array-like of shape (n_samples,), float or None
+    X : validated input
+
+    Returns
+    -------
+    sample_weight : ndarray of shape (n_samples,), float64, or None
+    """
+    if sample_weight is None:
+        return None
+    sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64, **_ALLOW_ZERO_WEIGHTS)
+    if np.any(sample_weight < 0):
+        raise ValueError("sample_weight must be non-negative")
+    total = float(np.sum(sample_weight))
+    if not total > 0:
+        raise ValueError(
+            "sample_weight is zero for every sample, so no sample counts in the fit; "
+            "give at least one sample a positive weight"
+        )
+    if not np.isfinite(total) or total < np.finfo(np.float64).tiny:
+        raise ValueError(
+            f"sample_weight sums to {total:.3g}, outside the range float64 can normalise by; "
+            f"multiply sample_weight by a constant c (and alpha by the same c: the solution is unchanged)"
+        )
+    return sample_weight
+
+
+def check_array_for_kernel(X, input_name):
+    """Validate an input of ``kernel_matrix``: float64, finite, dense or canonical CSR.
+
+    Parameters
+    ----------
+    X : {array-like, sparse matrix}
+    input_name : str
+
+    Returns
+    -------
+    X : ndarray or csr_matrix, float64
+    """
+    X = check_array(_checked_structure(X, input_name), accept_sparse="csr", dtype=np.float64, input_name=input_name)
+    return _finish(X)
 
 
 def as_generator(random_state):
