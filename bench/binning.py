@@ -5,7 +5,8 @@ threads) and of ``bench/_binning_numpy.py`` (the same definition, chunked and
 vectorised NumPy, single-threaded) in the same run, alternating candidate and
 baseline, and reports medians, rows/s and ratios (baseline time / randfeat
 time).  It also measures the peak memory of ``fit_transform`` in a fresh
-subprocess against the bar: returned CSR + vocabulary + 64 MB.
+subprocess against the bar: returned CSR + the estimator's fitted state (its
+vocabularies) + 64 MB.
 
 Data: a Forest-Cover-like synthetic matrix (d = 54: 10 standardised
 continuous columns, a one-hot of 4 and a one-hot of 40 categories), so bins
@@ -118,7 +119,9 @@ before = proc_status_bytes("VmRSS")
 Z = est.fit_transform(X)
 peak = proc_status_bytes("VmHWM")
 csr = Z.data.nbytes + Z.indices.nbytes + Z.indptr.nbytes
-vocab = sum(a.nbytes for a in (est.bin_hashes_, est.grid_offsets_, est._dir, est._dir_offsets, est._dir_bits))
+# The fitted state: every array the estimator keeps (vocabularies, their
+# lookup tables, the grids), counted from outside as a user would.
+vocab = sum(v.nbytes for v in vars(est).values() if isinstance(v, np.ndarray))
 print(json.dumps(dict(extra=peak - before, csr=csr, vocab=vocab, reset=reset)))
 """
 
@@ -137,8 +140,8 @@ def main(argv=None):
     args = parser.parse_args(argv)
 
     import randfeat
-    from randfeat import _binning_fast
-    from randfeat._threads import effective_n_threads
+
+    config = randfeat.get_config()
 
     if args.tiny:
         configs, repeats = [(2000, 5, np.float64), (2000, 5, np.float32)], 1
@@ -148,7 +151,7 @@ def main(argv=None):
         configs = [(n, P, dt) for n in (50000, 522000) for P in (30, 50) for dt in (np.float64, np.float32)]
         repeats = 3
     repeats = args.repeats or repeats
-    threads = sorted({1, min(2, effective_n_threads(None))})
+    threads = sorted({1, min(2, config["default_n_threads"])})
 
     rows = []
     mem_rows = []
@@ -182,7 +185,7 @@ def main(argv=None):
     lines = [
         "# RandomBinningFeatures vs plain NumPy (bench/binning.py)",
         "",
-        f"randfeat {randfeat.__version__}, vector path `{_binning_fast.vector_isa()}`, "
+        f"randfeat {randfeat.__version__}, vector path `{config['vector_paths'].get('_binning_fast', '?')}`, "
         f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
         f"load average at the end {load[0]:.1f}/{load[1]:.1f}/{load[2]:.1f} "
         "(the machine is shared: absolute times are noisy, ratios are timed in the same run).",
@@ -202,7 +205,7 @@ def main(argv=None):
         "",
         "Peak memory of `fit_transform` (fresh subprocess, peak RSS above the RSS before the call):",
         "",
-        "| N | P | dtype | peak extra MB | CSR MB | vocabulary MB | bar: CSR + vocab + 64 MB | met |",
+        "| N | P | dtype | peak extra MB | CSR MB | fitted state (vocabularies) MB | bar: CSR + state + 64 MB | met |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for m in mem_rows:
