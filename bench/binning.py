@@ -34,21 +34,8 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import _binning_numpy as ref  # noqa: E402
+from _covtype_like import BINNING_GAMMA, D, covtype_like  # noqa: E402
 from _harness import run_child_json  # noqa: E402
-
-D = 54
-GAMMA = 0.25  # gives O(10^3-10^4) occupied bins per grid on this data at N=522000
-
-
-def covtype_like(n, seed=0, dtype=np.float64):
-    """(n, 54) data shaped like Forest Cover: 10 continuous + one-hot(4) + one-hot(40)."""
-    rng = np.random.default_rng(seed)
-    X = np.zeros((n, D), dtype=dtype)
-    X[:, :10] = rng.normal(size=(n, 10))
-    rows = np.arange(n)
-    X[rows, 10 + rng.integers(0, 4, n)] = 1
-    X[rows, 14 + rng.integers(0, 40, n)] = 1
-    return X
 
 
 def _time(fn):
@@ -68,7 +55,7 @@ def bench_config(n, P, dtype, repeats, threads):
     def add(key, t):
         times.setdefault(key, []).append(t)
 
-    proto = RandomBinningFeatures(P, gamma=GAMMA, random_state=0).fit(X[:10])
+    proto = RandomBinningFeatures(P, gamma=BINNING_GAMMA, random_state=0).fit(X[:10])
     pitches, offsets = proto.pitches_, proto.offsets_
     info = {}
     for _ in range(repeats):
@@ -81,7 +68,7 @@ def bench_config(n, P, dtype, repeats, threads):
         t, Ztr = _time(lambda: ref.binning_transform(Xt, pitches, offsets, keys, koff))
         add(("numpy", "transform"), t)
         for nt in threads:
-            est = RandomBinningFeatures(P, gamma=GAMMA, random_state=0, n_jobs=nt)
+            est = RandomBinningFeatures(P, gamma=BINNING_GAMMA, random_state=0, n_jobs=nt)
             t, Z = _time(lambda: est.fit_transform(X))
             add((f"randfeat-{nt}t", "fit_transform"), t)
             info.update(nnz=Z.nnz, n_features_out=est.n_features_out_)
@@ -102,12 +89,12 @@ def bench_config(n, P, dtype, repeats, threads):
 MEMORY_SCRIPT = r"""
 import json, sys, numpy as np
 sys.path.insert(0, {here!r})
-from binning import covtype_like, GAMMA
+from _covtype_like import BINNING_GAMMA, covtype_like
 from _harness import proc_status_bytes
 from randfeat import RandomBinningFeatures
 
 X = covtype_like({n}, seed=0, dtype=np.{dtype})
-est = RandomBinningFeatures({P}, gamma=GAMMA, random_state=0, n_jobs={nt})
+est = RandomBinningFeatures({P}, gamma=BINNING_GAMMA, random_state=0, n_jobs={nt})
 est.fit(X[:10])  # import and warm everything up outside the measured call
 try:
     with open("/proc/self/clear_refs", "w") as f:
@@ -189,7 +176,7 @@ def main(argv=None):
         f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
         f"load average at the end {load[0]:.1f}/{load[1]:.1f}/{load[2]:.1f} "
         "(the machine is shared: absolute times are noisy, ratios are timed in the same run).",
-        f"Median of {repeats} alternating runs; d={D}, gamma={GAMMA}, Forest-Cover-like data; "
+        f"Median of {repeats} alternating runs; d={D}, gamma={BINNING_GAMMA}, Forest-Cover-like data; "
         "NumPy baseline single-threaded; ratio = NumPy time / randfeat time.",
         "",
         "| N | P | dtype | op | threads | randfeat s | NumPy s | ratio | randfeat rows/s | NumPy rows/s | n_features_out |",

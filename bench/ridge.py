@@ -43,8 +43,7 @@ import scipy.sparse as sp
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from binning import GAMMA as BINNING_GAMMA  # noqa: E402
-from binning import covtype_like  # noqa: E402
+from _covtype_like import BINNING_GAMMA, covtype_like  # noqa: E402
 from _harness import run_child_json  # noqa: E402
 
 N_GRIDS = 50
@@ -214,7 +213,7 @@ def bench_cholesky(n, d, repeats, log):
 STREAM_SCRIPT = r"""
 import json, sys, time, numpy as np
 sys.path.insert(0, {here!r})
-from binning import covtype_like
+from _covtype_like import covtype_like
 from randfeat import RandomFourierFeatures, Ridge
 from _harness import peak_rss
 
