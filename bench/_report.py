@@ -82,7 +82,7 @@ def selection_text(meta):
             f"rows (1/median ‖x−x'‖² for the Gaussian kernel, 1/median ‖x−x'‖₁ for the Laplacian), "
             f"alpha = λ × n_rows for λ in {{{lams}}} (the SVM: C in {{{cs}}}); each point fitted on the first "
             f"{s['sel_rows']:,} training rows and scored on the first {s['val_rows']:,} validation rows (10% of the "
-            "training file, held out); the best is refitted on all training rows and scored once on the test rows. "
+            "non-test rows, held out); the best is refitted on all training rows and scored once on the test rows. "
             "Nystroem takes RBFSampler's choice, the paired Fourier row Fourier+LS's.")
 
 

@@ -56,6 +56,15 @@ def test_table1_tiny_writes_complete_finite_table(tiny_table):
     assert "Forest-like: randfeat Binning+LS" in proc.stderr  # progress lines
 
 
+def test_table1_render_rewrites_the_same_markdown(tiny_table, tmp_path):
+    out, _ = tiny_table
+    copy = tmp_path / "again.json"
+    copy.write_text((out / "table1_tiny.json").read_text())
+    proc = run("table1.py", "--render", copy)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert (tmp_path / "again.md").read_text() == (out / "table1_tiny.md").read_text()
+
+
 def test_table1_tiny_has_the_real_adult_row_beside_the_paper(tiny_table):
     out, proc = tiny_table
     data = json.loads((out / "table1_tiny.json").read_text())
