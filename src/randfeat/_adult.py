@@ -216,7 +216,7 @@ def load_adult(*, encoding="a9a", return_X_y=False, as_frame=False):
 
     Returns
     -------
-    data : Bunch
+    adult : Bunch
         ``data`` and ``data_test``: the training and test features —
         a9a: ``scipy.sparse.csr_matrix`` of shape (n, 123), float64 values
         0/1, sorted indices; raw: ndarray of shape (n, 14), float64, the
