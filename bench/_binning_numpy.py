@@ -1,7 +1,8 @@
-"""Random binning features in plain NumPy: the benchmark baseline and the tests' reference.
+"""Random binning features in plain NumPy, as fast as it goes: bench/binning.py's baseline.
 
 It computes exactly the definition of ``randfeat/_csrc/randfeat_binning.h``,
-bit for bit, as fast as plain NumPy allows: rows in chunks, the floor of one
+bit for bit (bench/binning.py checks that randfeat agrees with it on every
+run), as fast as plain NumPy allows: rows in chunks, the floor of one
 dimension for all grids of a chunk at once (a chunk x P slab, never
 N x d x P), the running 64-bit hash updated in place, then per grid
 ``np.unique`` (sorted distinct hashes = the vocabulary, column = rank) and
@@ -9,6 +10,10 @@ N x d x P), the running 64-bit hash updated in place, then per grid
 
 Parameters are passed explicitly (``pitches``, ``offsets`` of shape
 (P, d)) so the caller can take them from a fitted ``RandomBinningFeatures``.
+
+Not the tests' reference: tests/_binning_reference.py states the same
+definition step by step, unoptimised, so it can be checked by eye; this file
+is what a user would write to make NumPy do the job quickly.
 """
 
 import numpy as np

@@ -1,5 +1,5 @@
 """Shared plumbing of the benchmark scripts: progress lines, timing, peak
-memory, results directory, machine description, data-file loading.
+memory, child processes, results directory, machine description.
 
 Not a library module: the scripts in bench/ import it from their own folder.
 """
@@ -219,90 +219,3 @@ def write_json(path, obj):
         return str(o)
 
     Path(path).write_text(json.dumps(obj, indent=2, default=default) + "\n")
-
-
-# ---------------------------------------------------------------- data files
-SVMLIGHT_SUFFIXES = {".svm", ".svmlight", ".libsvm", ".txt", ".t", ".scale", ".binary", ".dat", ""}
-
-
-def load_data_file(path, *, target_column=-1):
-    """Load (X, y) from an svmlight/libsvm, .npz or .csv file, with clear errors.
-
-    Parameters
-    ----------
-    path : str or Path
-        ``.npz``: arrays ``X`` and ``y`` (optionally ``X_test``/``y_test``,
-        returned under ``"test"``).  ``.csv``/``.tsv``: numeric table, one
-        header line allowed, target in ``target_column``.  Anything else is
-        read as svmlight/libsvm (``sklearn.datasets.load_svmlight_file``),
-        the format of LIBSVM's copies of a9a, cadata and covtype.
-
-    Returns
-    -------
-    dict with ``X``, ``y`` and optionally ``test`` = (X_test, y_test).
-    """
-    path = Path(path)
-    if not path.exists():
-        raise HarnessError(f"--data {path}: no such file")
-    if path.is_dir():
-        raise HarnessError(f"--data {path}: is a directory, expected a data file")
-    suffix = path.suffix.lower()
-    try:
-        if suffix == ".npz":
-            return _load_npz(path)
-        if suffix in (".csv", ".tsv"):
-            return _load_csv(path, target_column, "\t" if suffix == ".tsv" else ",")
-        return _load_svmlight(path)
-    except HarnessError:
-        raise
-    except (ValueError, OSError, KeyError, EOFError) as exc:
-        kind = {".npz": "an .npz file", ".csv": "a CSV file", ".tsv": "a TSV file"}.get(suffix, "an svmlight/libsvm file")
-        raise HarnessError(f"--data {path}: could not read it as {kind}: {exc}") from None
-
-
-def _load_svmlight(path):
-    from sklearn.datasets import load_svmlight_file
-
-    X, y = load_svmlight_file(str(path))
-    if X.shape[0] == 0:
-        raise HarnessError(f"--data {path}: the file holds no samples")
-    return {"X": X.tocsr(), "y": y}
-
-
-def _load_npz(path):
-    with np.load(path, allow_pickle=False) as z:
-        missing = [k for k in ("X", "y") if k not in z.files]
-        if missing:
-            raise HarnessError(f"--data {path}: the .npz file has no array {' or '.join(missing)} (it has {z.files})")
-        out = {"X": z["X"], "y": z["y"]}
-        if "X_test" in z.files and "y_test" in z.files:
-            out["test"] = (z["X_test"], z["y_test"])
-    _check_xy(path, out["X"], out["y"])
-    return out
-
-
-def _load_csv(path, target_column, delimiter):
-    with open(path) as f:
-        first = f.readline()
-    skip = 0
-    try:
-        [float(v) for v in first.strip().split(delimiter) if v.strip()]
-    except ValueError:
-        skip = 1  # a header line
-    data = np.loadtxt(path, delimiter=delimiter, skiprows=skip, ndmin=2)
-    if data.shape[1] < 2:
-        raise HarnessError(f"--data {path}: need at least two columns (features and a target), got {data.shape[1]}")
-    y = data[:, target_column]
-    X = np.delete(data, target_column % data.shape[1], axis=1)
-    _check_xy(path, X, y)
-    return {"X": X, "y": y}
-
-
-def _check_xy(path, X, y):
-    X = np.asarray(X) if not hasattr(X, "tocsr") else X
-    if getattr(X, "ndim", 2) != 2:
-        raise HarnessError(f"--data {path}: X must be 2-D, got shape {X.shape}")
-    if np.ndim(y) != 1 or X.shape[0] != np.shape(y)[0]:
-        raise HarnessError(f"--data {path}: X has {X.shape[0]} rows but y has shape {np.shape(y)}")
-    if X.shape[0] == 0:
-        raise HarnessError(f"--data {path}: the file holds no samples")

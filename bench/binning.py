@@ -5,7 +5,8 @@ threads) and of ``bench/_binning_numpy.py`` (the same definition, chunked and
 vectorised NumPy, single-threaded) in the same run, alternating candidate and
 baseline, and reports medians, rows/s and ratios (baseline time / randfeat
 time).  It also measures the peak memory of ``fit_transform`` in a fresh
-subprocess against the bar: returned CSR + vocabulary + 64 MB.
+subprocess against the bar: returned CSR + the estimator's fitted state (its
+vocabularies) + 64 MB.
 
 Data: a Forest-Cover-like synthetic matrix (d = 54: 10 standardised
 continuous columns, a one-hot of 4 and a one-hot of 40 categories), so bins
@@ -33,21 +34,8 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import _binning_numpy as ref  # noqa: E402
+from _covtype_like import BINNING_GAMMA, D, covtype_like  # noqa: E402
 from _harness import run_child_json  # noqa: E402
-
-D = 54
-GAMMA = 0.25  # gives O(10^3-10^4) occupied bins per grid on this data at N=522000
-
-
-def covtype_like(n, seed=0, dtype=np.float64):
-    """(n, 54) data shaped like Forest Cover: 10 continuous + one-hot(4) + one-hot(40)."""
-    rng = np.random.default_rng(seed)
-    X = np.zeros((n, D), dtype=dtype)
-    X[:, :10] = rng.normal(size=(n, 10))
-    rows = np.arange(n)
-    X[rows, 10 + rng.integers(0, 4, n)] = 1
-    X[rows, 14 + rng.integers(0, 40, n)] = 1
-    return X
 
 
 def _time(fn):
@@ -67,7 +55,7 @@ def bench_config(n, P, dtype, repeats, threads):
     def add(key, t):
         times.setdefault(key, []).append(t)
 
-    proto = RandomBinningFeatures(P, gamma=GAMMA, random_state=0).fit(X[:10])
+    proto = RandomBinningFeatures(P, gamma=BINNING_GAMMA, random_state=0).fit(X[:10])
     pitches, offsets = proto.pitches_, proto.offsets_
     info = {}
     for _ in range(repeats):
@@ -80,7 +68,7 @@ def bench_config(n, P, dtype, repeats, threads):
         t, Ztr = _time(lambda: ref.binning_transform(Xt, pitches, offsets, keys, koff))
         add(("numpy", "transform"), t)
         for nt in threads:
-            est = RandomBinningFeatures(P, gamma=GAMMA, random_state=0, n_jobs=nt)
+            est = RandomBinningFeatures(P, gamma=BINNING_GAMMA, random_state=0, n_jobs=nt)
             t, Z = _time(lambda: est.fit_transform(X))
             add((f"randfeat-{nt}t", "fit_transform"), t)
             info.update(nnz=Z.nnz, n_features_out=est.n_features_out_)
@@ -101,12 +89,12 @@ def bench_config(n, P, dtype, repeats, threads):
 MEMORY_SCRIPT = r"""
 import json, sys, numpy as np
 sys.path.insert(0, {here!r})
-from binning import covtype_like, GAMMA
+from _covtype_like import BINNING_GAMMA, covtype_like
 from _harness import proc_status_bytes
 from randfeat import RandomBinningFeatures
 
 X = covtype_like({n}, seed=0, dtype=np.{dtype})
-est = RandomBinningFeatures({P}, gamma=GAMMA, random_state=0, n_jobs={nt})
+est = RandomBinningFeatures({P}, gamma=BINNING_GAMMA, random_state=0, n_jobs={nt})
 est.fit(X[:10])  # import and warm everything up outside the measured call
 try:
     with open("/proc/self/clear_refs", "w") as f:
@@ -118,7 +106,9 @@ before = proc_status_bytes("VmRSS")
 Z = est.fit_transform(X)
 peak = proc_status_bytes("VmHWM")
 csr = Z.data.nbytes + Z.indices.nbytes + Z.indptr.nbytes
-vocab = sum(a.nbytes for a in (est.bin_hashes_, est.grid_offsets_, est._dir, est._dir_offsets, est._dir_bits))
+# The fitted state: every array the estimator keeps (vocabularies, their
+# lookup tables, the grids), counted from outside as a user would.
+vocab = sum(v.nbytes for v in vars(est).values() if isinstance(v, np.ndarray))
 print(json.dumps(dict(extra=peak - before, csr=csr, vocab=vocab, reset=reset)))
 """
 
@@ -137,8 +127,8 @@ def main(argv=None):
     args = parser.parse_args(argv)
 
     import randfeat
-    from randfeat import _binning_fast
-    from randfeat._threads import effective_n_threads
+
+    config = randfeat.get_config()
 
     if args.tiny:
         configs, repeats = [(2000, 5, np.float64), (2000, 5, np.float32)], 1
@@ -148,7 +138,7 @@ def main(argv=None):
         configs = [(n, P, dt) for n in (50000, 522000) for P in (30, 50) for dt in (np.float64, np.float32)]
         repeats = 3
     repeats = args.repeats or repeats
-    threads = sorted({1, min(2, effective_n_threads(None))})
+    threads = sorted({1, min(2, config["default_n_threads"])})
 
     rows = []
     mem_rows = []
@@ -182,11 +172,11 @@ def main(argv=None):
     lines = [
         "# RandomBinningFeatures vs plain NumPy (bench/binning.py)",
         "",
-        f"randfeat {randfeat.__version__}, vector path `{_binning_fast.vector_isa()}`, "
+        f"randfeat {randfeat.__version__}, vector path `{config['vector_paths'].get('_binning_fast', '?')}`, "
         f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
         f"load average at the end {load[0]:.1f}/{load[1]:.1f}/{load[2]:.1f} "
         "(the machine is shared: absolute times are noisy, ratios are timed in the same run).",
-        f"Median of {repeats} alternating runs; d={D}, gamma={GAMMA}, Forest-Cover-like data; "
+        f"Median of {repeats} alternating runs; d={D}, gamma={BINNING_GAMMA}, Forest-Cover-like data; "
         "NumPy baseline single-threaded; ratio = NumPy time / randfeat time.",
         "",
         "| N | P | dtype | op | threads | randfeat s | NumPy s | ratio | randfeat rows/s | NumPy rows/s | n_features_out |",
@@ -202,7 +192,7 @@ def main(argv=None):
         "",
         "Peak memory of `fit_transform` (fresh subprocess, peak RSS above the RSS before the call):",
         "",
-        "| N | P | dtype | peak extra MB | CSR MB | vocabulary MB | bar: CSR + vocab + 64 MB | met |",
+        "| N | P | dtype | peak extra MB | CSR MB | fitted state (vocabularies) MB | bar: CSR + state + 64 MB | met |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for m in mem_rows:

@@ -30,7 +30,11 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-import table1  # noqa: E402
+from _harness import progress  # noqa: E402
+from _methods import build_methods  # noqa: E402
+from _profiles import PROFILES  # noqa: E402
+from _selection import predict_chunked, score  # noqa: E402
+from _tasks import BUILTIN_SETS, builtin_tasks  # noqa: E402
 
 
 def refit_errors(task, method, params, n_rows, draws):
@@ -39,7 +43,7 @@ def refit_errors(task, method, params, n_rows, draws):
     for seed in range(draws):
         est = method.make(task, params, n_rows, seed)
         est.fit(task.X_train[:n_rows], task.y_train[:n_rows])
-        errors.append(table1.score(task, task.y_test, table1.predict_chunked(est, task.X_test)))
+        errors.append(score(task, task.y_test, predict_chunked(est, task.X_test)))
     return np.asarray(errors)
 
 
@@ -50,23 +54,23 @@ def main(argv=None):
     size.add_argument("--tiny", action="store_true")
     p.add_argument("--from", dest="source", help="Table 1 results JSON with the chosen hyper-parameters")
     p.add_argument("--draws", type=int, default=None, help="feature draws per method (default 10; 3 with --tiny)")
-    p.add_argument("--sets", default="census,adult,forest")
+    p.add_argument("--sets", default=",".join(BUILTIN_SETS))
     p.add_argument("--out", default=str(HERE / "results"))
     args = p.parse_args(argv)
 
     profile_name = "tiny" if args.tiny else "quick" if args.quick else "full"
-    profile = dict(table1.PROFILES[profile_name])
+    profile = dict(PROFILES[profile_name])
     draws = args.draws or (3 if args.tiny else 10)
     source = Path(args.source) if args.source else HERE / "results" / f"table1_{profile_name}.json"
     if not source.exists():
         p.error(f"{source} not found: run bench/table1.py{' --' + profile_name if profile_name != 'full' else ''} first")
     results = json.loads(source.read_text())["results"]
     chosen = {r["task"]["key"]: {row["method"]: row for row in r["rows"]} for r in results}
-    methods = {m.key: m for m in table1.build_methods(profile)}
+    methods = {m.key: m for m in build_methods(profile)}
 
     rows = []
     t0 = time.perf_counter()
-    for task in table1.builtin_tasks(profile, [s for s in args.sets.split(",") if s in chosen], 0):
+    for task in builtin_tasks(profile, [s for s in args.sets.split(",") if s in chosen], 0):
         by = chosen[task.key]
         base = by.get("sk_rbf_sampler", {})
         ours = by.get("rf_fourier", {})
@@ -76,7 +80,7 @@ def main(argv=None):
         n_rows = base.get("n_train_used") or task.n_train
         errs = {}
         for key, rec in (("rf_fourier", ours), ("sk_rbf_sampler", base)):
-            table1.progress(f"{task.name}: {rec['label']}: {draws} feature draws on {n_rows:,} rows")
+            progress(f"{task.name}: {rec['label']}: {draws} feature draws on {n_rows:,} rows")
             errs[key] = refit_errors(task, methods[key], rec["params"], n_rows, draws)
         a, b = errs["rf_fourier"], errs["sk_rbf_sampler"]
         se = math.sqrt(a.var(ddof=1) / draws + b.var(ddof=1) / draws)

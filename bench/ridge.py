@@ -43,8 +43,7 @@ import scipy.sparse as sp
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from binning import GAMMA as BINNING_GAMMA  # noqa: E402
-from binning import covtype_like  # noqa: E402
+from _covtype_like import BINNING_GAMMA, covtype_like  # noqa: E402
 from _harness import run_child_json  # noqa: E402
 
 N_GRIDS = 50
@@ -214,19 +213,17 @@ def bench_cholesky(n, d, repeats, log):
 STREAM_SCRIPT = r"""
 import json, sys, time, numpy as np
 sys.path.insert(0, {here!r})
-from binning import covtype_like
+from _covtype_like import covtype_like
 from randfeat import RandomFourierFeatures, Ridge
-from randfeat._ridge import _default_chunk_rows
 from _harness import peak_rss
 
-n, D, what = {n}, {D}, {what!r}
+n, D, what, step = {n}, {D}, {what!r}, {chunk_rows}
 X = covtype_like(n, seed=0, dtype=np.float32)
 y = np.sin(X[:, :10].astype(np.float64) @ np.linspace(-1, 1, 10))
 fm = RandomFourierFeatures(D, gamma=0.02, random_state=0)
-step = _default_chunk_rows(D, 4)
 if what == "fit":
     t = time.perf_counter()
-    est = Ridge(1.0, features=fm).fit(X, y)
+    est = Ridge(1.0, features=fm, chunk_size=step).fit(X, y)
     elapsed = time.perf_counter() - t
     extra = dict(solver=est.solver_, score=float(est.score(X[:20000], y[:20000])))
 elif what == "transform":
@@ -250,8 +247,18 @@ print(json.dumps(dict(seconds=elapsed, peak_rss=peak_rss(), chunk_rows=step, **e
 """
 
 
+def stream_chunk_rows(D, itemsize=4):
+    """Rows per chunk of the streaming fit, passed as ``Ridge(chunk_size=...)``.
+
+    The same rows as Ridge's documented default (``chunk_size=None``: 64 MiB
+    of feature rows, at least 64), stated here so that the fit and its two
+    floors are timed on the same chunks whatever the default becomes.
+    """
+    return max(64, 64 * 2**20 // (D * itemsize))
+
+
 def run_stream(n, D, what):
-    return run_child_json(STREAM_SCRIPT.format(here=str(HERE), n=n, D=D, what=what))
+    return run_child_json(STREAM_SCRIPT.format(here=str(HERE), n=n, D=D, what=what, chunk_rows=stream_chunk_rows(D)))
 
 
 def bench_streaming(n, D, repeats, log):
@@ -289,7 +296,6 @@ def main(argv=None):
     args = parser.parse_args(argv)
 
     import randfeat
-    from randfeat._threads import effective_n_threads
 
     if args.tiny:
         cg_n, chol, stream, repeats = 3000, (2000, 100), (3000, 200), 1
@@ -323,7 +329,7 @@ def main(argv=None):
         "# randfeat.Ridge vs scikit-learn (bench/ridge.py)",
         "",
         f"randfeat {randfeat.__version__}, {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
-        f"{effective_n_threads(None)} threads; load average at the end {load[0]:.1f}/{load[1]:.1f}/{load[2]:.1f}. "
+        f"{randfeat.get_config()['default_n_threads']} threads; load average at the end {load[0]:.1f}/{load[1]:.1f}/{load[2]:.1f}. "
         "The machine is shared with other jobs: absolute times are noisy; candidate and baseline are timed "
         f"in the same run, alternating, median of {repeats}.",
         "",

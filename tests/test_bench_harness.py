@@ -28,7 +28,7 @@ def tiny_table(tmp_path_factory):
 def test_table1_tiny_writes_complete_finite_table(tiny_table):
     out, proc = tiny_table
     data = json.loads((out / "table1_tiny.json").read_text())
-    assert [r["task"]["key"] for r in data["results"]] == ["census", "adult", "forest"]
+    assert [r["task"]["key"] for r in data["results"]] == ["adult-uci", "census", "adult", "forest"]
     for res in data["results"]:
         by = {r["method"]: r for r in res["rows"]}
         # The rows the paper's table and the issue ask for are all present...
@@ -49,11 +49,47 @@ def test_table1_tiny_writes_complete_finite_table(tiny_table):
         for r in res["rows"]:
             assert r["status"] in ("ok", "skipped", "omitted"), (r["method"], r["status"], r["note"])
     md = (out / "table1_tiny.md").read_text()
-    for needle in ("Census-like", "Adult-like", "Forest-like", "randfeat Fourier+LS", "RBFSampler+Ridge",
-                   "Rahimi & Recht (2007)", "11.6%"):
+    for needle in ("Adult (UCI)", "Census-like", "Adult-like", "Forest-like", "randfeat Fourier+LS",
+                   "RBFSampler+Ridge", "Rahimi & Recht (2007)", "11.6%", "Selection, every method alike"):
         assert needle in md
     assert "randfeat Fourier+LS" in proc.stdout and "total" in proc.stdout
     assert "Forest-like: randfeat Binning+LS" in proc.stderr  # progress lines
+
+
+def test_table1_render_rewrites_the_same_markdown(tiny_table, tmp_path):
+    out, _ = tiny_table
+    copy = tmp_path / "again.json"
+    copy.write_text((out / "table1_tiny.json").read_text())
+    proc = run("table1.py", "--render", copy)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert (tmp_path / "again.md").read_text() == (out / "table1_tiny.md").read_text()
+
+
+def test_table1_tiny_has_the_real_adult_row_beside_the_paper(tiny_table):
+    out, proc = tiny_table
+    data = json.loads((out / "table1_tiny.json").read_text())
+    (res,) = [r for r in data["results"] if r["task"]["key"] == "adult-uci"]
+    t = res["task"]
+    # A subsample of each of the shipped files: 2000 training rows (10% held out), 2000 test rows.
+    assert (t["name"], t["paper_key"], t["n_features"], t["sparse"]) == ("Adult (UCI)", "adult", 123, True)
+    assert (t["n_train"] + t["n_val"], t["n_test"], t["n_classes"]) == (2000, 2000, 2)
+    assert "load_adult" in t["source"]
+    errs = {r["method"]: r["test_error"] for r in res["rows"] if r["status"] == "ok"}
+    assert {"rf_fourier", "rf_binning_4", "rf_binning_8", "linear"} <= set(errs)
+    # The random-feature models learn the real task: near the linear model (the
+    # tiny run has D=48, P<=8 and 1,800 training rows) and clearly better than
+    # predicting the majority class (about 24% positives in adult.test).
+    for key in ("rf_fourier", "rf_binning_8"):
+        assert errs[key] < errs["linear"] + 5.0, (key, errs)
+        assert errs[key] < 22.0, (key, errs)
+    # The paper's Adult numbers sit in the same table, under our row, and are compared.
+    md = (out / "table1_tiny.md").read_text()
+    table = next(block for block in md.split("\n\n") if block.startswith("| data set | Fourier+LS"))
+    lines = table.splitlines()
+    ours = next(i for i, line in enumerate(lines) if line.startswith("| Adult (UCI)"))
+    assert lines[ours + 1].startswith("| ↳ paper: Adult") and "14.9%" in lines[ours + 1]
+    assert "Against the paper on its own data (Adult (UCI)): Fourier+LS" in md and "vs 14.9%" in md
+    assert "Standard error of a test error here" in proc.stdout
 
 
 def _write_svmlight(path, n=300, seed=0):
@@ -94,6 +130,58 @@ def test_table1_data_npz_and_csv_regression(tmp_path):
         assert proc.returncode == 0, proc.stderr[-3000:]
         (res,) = json.loads((tmp_path / f"{name.replace('.', '_')}.json").read_text())["results"]
         assert res["task"]["kind"] == "regression" and res["task"]["n_features"] == 3
+
+
+def _write_covtype_like_libsvm(path, labels, n=400, seed=0):
+    """A small file in the format of LIBSVM's covtype files: integer labels, 1-based
+    indices, zeros omitted; 10 raw continuous columns, then one-hot wilderness
+    (4) and soil (40) columns, as covtype.libsvm.binary (labels 1/2) or covtype (1..7)."""
+    rng = np.random.default_rng(seed)
+    lines = []
+    for i in range(n):
+        cont = rng.integers(0, 4000, size=10)
+        cont[0] = 1800 + rng.integers(0, 2000)  # elevation, metres
+        wild, soil = rng.integers(0, 4), rng.integers(0, 40)
+        # Labels follow elevation bands, so there is something to learn.
+        band = int((cont[0] - 1800) / 2000 * len(labels))
+        y = labels[band] if rng.random() < 0.85 else labels[rng.integers(0, len(labels))]
+        cells = [f"{j + 1}:{v}" for j, v in enumerate(cont) if v != 0]
+        cells += [f"{11 + wild}:1", f"{15 + soil}:1"]
+        lines.append(f"{y} " + " ".join(cells))
+    lines[0] = lines[0].split(" ")[0] + " 1:2596 54:1"  # make sure the last column occurs
+    path.write_text("\n".join(lines) + "\n")
+
+
+@pytest.mark.parametrize("name, labels", [("covtype.libsvm.binary", (1, 2)), ("covtype", tuple(range(1, 8)))])
+def test_table1_data_in_libsvm_covtype_format(tmp_path, name, labels):
+    f = tmp_path / name
+    _write_covtype_like_libsvm(f, labels)
+    proc = run("table1.py", "--tiny", "--data", f, "--methods", "rf_fourier,rf_binning_4,linear",
+               "--out", tmp_path, "--tag", "cov")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (res,) = json.loads((tmp_path / "cov.json").read_text())["results"]
+    t = res["task"]
+    assert (t["kind"], t["n_features"], t["n_classes"], t["paper_key"]) == ("classification", 54, len(labels), None)
+    assert t["n_train"] + t["n_val"] + t["n_test"] == 400
+    errs = {r["method"]: r["test_error"] for r in res["rows"] if r["status"] == "ok"}
+    assert set(errs) == {"rf_fourier", "rf_binning_4", "linear"}
+    # Labels follow elevation bands (15% noise): some method must do clearly better than chance.
+    chance = 100 * (1 - 1 / len(labels))
+    assert min(errs.values()) < chance - 10, errs
+
+
+def test_table1_dataset_adult_is_the_shipped_copy_offline(tmp_path, monkeypatch):
+    # No download: with every proxy pointing at a closed port the run still works.
+    for var in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY"):
+        monkeypatch.setenv(var, "http://127.0.0.1:9")
+    proc = run("table1.py", "--tiny", "--dataset", "adult", "--max-rows", "800", "--methods", "rf_fourier,linear",
+               "--out", tmp_path, "--tag", "adult")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (res,) = json.loads((tmp_path / "adult.json").read_text())["results"]
+    t = res["task"]
+    assert (t["key"], t["name"], t["paper_key"], t["n_features"]) == ("adult-uci", "Adult (UCI)", "adult", 123)
+    assert (t["n_train"] + t["n_val"], t["n_test"]) == (800, 800)
+    assert "load_adult" in t["source"]
 
 
 @pytest.mark.parametrize(
@@ -196,7 +284,7 @@ def test_feature_draws_tiny_reports_every_set(tiny_table, tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     with open(tmp_path / "feature_draws_tiny.csv") as f:
         rows = list(csv.DictReader(f))
-    assert {r["set"] for r in rows} == {"Census-like", "Adult-like", "Forest-like"}
+    assert {r["set"] for r in rows} == {"Adult (UCI)", "Census-like", "Adult-like", "Forest-like"}
     for r in rows:
         assert int(r["draws"]) == 3
         values = [float(r[k]) for k in ("randfeat_mean", "randfeat_sd", "sklearn_mean", "sklearn_sd", "difference_se")]

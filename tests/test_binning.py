@@ -1,10 +1,8 @@
-"""RandomBinningFeatures against the NumPy reference (bench/_binning_numpy.py),
+"""RandomBinningFeatures against the NumPy reference (tests/_binning_reference.py),
 a dict-based pure-Python reference, and the mathematics of random binning."""
 
-import importlib.util
 import math
 import pickle
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,19 +14,9 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from randfeat import RandomBinningFeatures
 from randfeat import _binning_fast
+import _binning_reference as ref
 from _subprocess_env import run_bench, run_on_vector_path
 
-REPO = Path(__file__).resolve().parents[1]
-
-
-def _load_reference():
-    spec = importlib.util.spec_from_file_location("_binning_numpy", REPO / "bench" / "_binning_numpy.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-ref = _load_reference()
 MASK64 = (1 << 64) - 1
 
 

@@ -1,11 +1,14 @@
-"""The synthetic Table-1 data sets: shapes, determinism, class structure, sparsity."""
+"""The Table-1 data sets: the shipped UCI Adult set (against UCI's and LIBSVM's
+files) and the synthetic look-alikes (shapes, determinism, class structure, sparsity)."""
+
+import sys
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
 
 from randfeat import datasets
-from randfeat.datasets import make_adult_like, make_census_like, make_forest_like
+from randfeat.datasets import load_adult, make_adult_like, make_census_like, make_forest_like
 
 GENERATORS = [make_census_like, make_adult_like, make_forest_like]
 
@@ -135,3 +138,205 @@ def test_generators_accept_generator_and_randomstate():
     X1, _ = make_census_like(50, random_state=np.random.default_rng(0))
     X2, _ = make_census_like(50, random_state=np.random.RandomState(0))
     assert X1.shape == X2.shape == (50, 119)
+
+
+# ------------------------------------------------------------ the real Adult set
+# Facts about the shipped data that do not come from randfeat's code:
+# * adult.names: 32561 training / 16281 test rows; the label counts below
+#   are the ">50K" rows of adult.data and adult.test.
+# * UCI's files: md5 of the uncompressed adult.data and adult.test.
+# * LIBSVM's a9a and a9a.t (rows "<label> <col>:1 ... \n", as LIBSVM
+#   distributes them; checksums taken from a public copy of the two files):
+#   Platt's encoding, which load_adult(encoding="a9a") must reproduce row for row.
+UCI_MD5 = {"adult.data.gz": "5d7c39d7b8804f071cdd1f2a7c460872", "adult.test.gz": "35238206dfdf7f1fe215bbb874adecdc"}
+LIBSVM_MD5 = {"a9a": "fb3596510d780aaf76a06dc721d49662", "a9a.t": "f0bb16cf1ee3e80ff560e9d132ee647e"}
+LIBSVM_FIRST_ROWS = {
+    "a9a": ["-1 3:1 11:1 14:1 19:1 39:1 42:1 55:1 64:1 67:1 73:1 75:1 76:1 80:1 83:1 ",
+            "-1 5:1 7:1 14:1 19:1 39:1 40:1 51:1 63:1 67:1 73:1 74:1 76:1 78:1 83:1 ",
+            "-1 3:1 6:1 17:1 22:1 36:1 41:1 53:1 64:1 67:1 73:1 74:1 76:1 80:1 83:1 "],
+    "a9a.t": ["-1 1:1 6:1 17:1 21:1 35:1 42:1 54:1 62:1 71:1 73:1 74:1 76:1 80:1 83:1 ",
+              "-1 3:1 6:1 14:1 22:1 36:1 40:1 56:1 63:1 67:1 73:1 74:1 76:1 82:1 83:1 ",
+              "+1 2:1 10:1 18:1 24:1 38:1 40:1 59:1 63:1 67:1 73:1 74:1 76:1 80:1 83:1 "],
+}
+
+
+@pytest.fixture(scope="module")
+def adult():
+    return load_adult()
+
+
+@pytest.fixture(scope="module")
+def adult_raw():
+    return load_adult(encoding="raw")
+
+
+def _libsvm_lines(X, y):
+    """Rows in LIBSVM's text format, 1-based columns, as a9a is written."""
+    return [("+1 " if label == 1 else "-1 ") + "".join(f"{c + 1}:1 " for c in X.indices[X.indptr[i]:X.indptr[i + 1]])
+            for i, label in enumerate(y)]
+
+
+def test_adult_shipped_files_are_the_uci_originals():
+    import gzip
+    import hashlib
+    import importlib.resources
+
+    folder = importlib.resources.files("randfeat") / "_data" / "adult"
+    total = 0
+    for name, md5 in UCI_MD5.items():
+        raw = (folder / name).read_bytes()
+        total += len(raw)
+        assert hashlib.md5(gzip.decompress(raw)).hexdigest() == md5, name
+    text = (folder / "README.md").read_text(encoding="utf-8")
+    assert "CC BY 4.0" in text and "10.24432/C5XW20" in text and "Becker" in text  # attribution beside the copy
+    assert total + len((folder / "adult.names").read_bytes()) < 700_000  # compressed, well under 1 MB
+
+
+def test_adult_a9a_shapes_labels_and_csr(adult):
+    X, y, Xt, yt = adult.data, adult.target, adult.data_test, adult.target_test
+    assert X.shape == (32561, 123) and Xt.shape == (16281, 123)
+    for A in (X, Xt):
+        assert sp.issparse(A) and A.format == "csr" and A.dtype == np.float64 and A.has_sorted_indices
+    assert y.dtype == np.int64 and set(np.unique(y)) == {-1, 1} and set(np.unique(yt)) == {-1, 1}
+    assert (y == 1).sum() == 7841 and (yt == 1).sum() == 3846
+    assert len(adult.feature_names) == 123 and len(set(adult.feature_names)) == 123
+    assert list(adult.target_names) == ["<=50K", ">50K"]
+
+
+def test_adult_a9a_rows_are_one_hot_blocks_with_missing_blocks_empty(adult, adult_raw):
+    from randfeat._adult import attributes
+
+    for X, V in ((adult.data, adult_raw.data), (adult.data_test, adult_raw.data_test)):
+        assert np.all(X.data == 1.0) and not np.isnan(X.data).any()
+        for i in range(X.shape[0]):  # indices strictly increasing within every row
+            row = X.indices[X.indptr[i]:X.indptr[i + 1]]
+            assert np.all(np.diff(row) > 0)
+        missing = (V == -1).sum(axis=1)
+        np.testing.assert_array_equal(np.diff(X.indptr), 14 - missing)
+        assert missing.max() == 3  # workclass, occupation and native-country can be "?"
+    # Block layout: attribute by attribute in file order, categories in adult.names order.
+    names = list(adult.feature_names)
+    assert names[:6] == ["age<26", "age=26..32", "age=33..40", "age=41..49", "age>=50", "workclass=Private"]
+    assert names[-1] == "native-country=Holand-Netherlands"
+    start = 0
+    for name, cats in attributes():
+        width = 5 if name in ("age", "fnlwgt", "education-num", "hours-per-week") else 2 if cats is None else len(cats)
+        block = names[start:start + width]
+        assert all(b.startswith(name) for b in block)
+        if cats is not None:
+            assert block == [f"{name}={c}" for c in cats]
+        start += width
+    assert start == 123
+
+
+def test_adult_a9a_equals_libsvm_a9a_row_for_row(adult):
+    import hashlib
+
+    for key, X, y in (("a9a", adult.data, adult.target), ("a9a.t", adult.data_test, adult.target_test)):
+        lines = _libsvm_lines(X, y)
+        assert lines[:3] == LIBSVM_FIRST_ROWS[key]
+        assert hashlib.md5("".join(line + "\n" for line in lines).encode()).hexdigest() == LIBSVM_MD5[key], key
+
+
+def test_adult_raw_attributes(adult_raw):
+    from randfeat._adult import attributes
+
+    V, Vt = adult_raw.data, adult_raw.data_test
+    assert V.shape == (32561, 14) and Vt.shape == (16281, 14) and V.dtype == np.float64
+    assert not np.isnan(V).any() and not np.isnan(Vt).any()
+    assert list(adult_raw.feature_names) == [name for name, _ in attributes()]
+    # First row of adult.data: 39, State-gov, 77516, Bachelors, 13, Never-married, Adm-clerical,
+    # Not-in-family, White, Male, 2174, 0, 40, United-States, <=50K.
+    np.testing.assert_array_equal(V[0], [39, 5, 77516, 0, 13, 2, 8, 3, 0, 1, 2174, 0, 40, 0])
+    assert adult_raw.target[0] == -1
+    for j, (name, cats) in enumerate(attributes()):
+        if cats is None:
+            assert V[:, j].min() >= 0
+        else:
+            assert set(np.unique(V[:, j])) <= set(range(-1, len(cats)))
+    assert (V == -1).sum() == 4262 and (Vt == -1).sum() == 2203  # the "?" fields of adult.data / adult.test
+
+
+def test_adult_as_frame(adult_raw):
+    pd = pytest.importorskip("pandas")
+    from randfeat._adult import attributes
+
+    b = load_adult(encoding="raw", as_frame=True)
+    for df, V in ((b.data, adult_raw.data), (b.data_test, adult_raw.data_test)):
+        assert isinstance(df, pd.DataFrame) and list(df.columns) == list(adult_raw.feature_names)
+        for j, (name, cats) in enumerate(attributes()):
+            col = df[name]
+            if cats is None:
+                assert col.dtype == np.int64
+                np.testing.assert_array_equal(col.to_numpy(), V[:, j])
+            else:
+                assert isinstance(col.dtype, pd.CategoricalDtype) and list(col.cat.categories) == list(cats)
+                np.testing.assert_array_equal(col.cat.codes.to_numpy(), V[:, j])  # NaN <-> code -1
+    assert isinstance(b.target, pd.Series) and (b.target == 1).sum() == 7841
+    assert b.frame.shape == (32561, 15) and b.frame_test.shape == (16281, 15)
+
+
+def test_adult_deterministic_return_x_y_and_independent_copies(adult):
+    X, y, Xt, yt = load_adult(return_X_y=True)
+    assert (X != adult.data).nnz == 0 and (Xt != adult.data_test).nnz == 0
+    np.testing.assert_array_equal(y, adult.target)
+    np.testing.assert_array_equal(yt, adult.target_test)
+    # Each call returns its own arrays: changing one leaves the next load intact.
+    y[:] = 0
+    X.data[:] = 5
+    again = load_adult(encoding="a9a")
+    assert (again.target == 1).sum() == 7841 and np.all(again.data.data == 1.0)
+    raw = load_adult(encoding="raw", return_X_y=True)
+    raw[0][:] = -7
+    assert load_adult(encoding="raw").data[0, 0] == 39
+
+
+def test_adult_loads_offline(tmp_path):
+    import subprocess
+    import sys
+
+    from _subprocess_env import subprocess_env
+
+    code = (
+        "import socket\n"
+        "def refuse(*a, **k):\n"
+        "    raise OSError('network used')\n"
+        "socket.socket.connect = socket.socket.connect_ex = refuse\n"
+        "socket.create_connection = socket.getaddrinfo = refuse\n"
+        "from randfeat.datasets import load_adult\n"
+        "b = load_adult()\n"
+        "print(b.data.shape[0] + b.data_test.shape[0])\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=subprocess_env(), capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split()[-1] == "48842"
+
+
+def test_adult_descr_docstring_and_attribution(adult, adult_raw):
+    from numpydoc.validate import validate
+
+    from randfeat._adult import CUT_POINTS
+
+    errors = [e for e in validate("randfeat.datasets.load_adult")["errors"]
+              if e[0] in {"GL08", "SS01", "PR01", "PR02", "RT01"}]
+    assert not errors, errors
+    doc = load_adult.__doc__
+    for text in (doc, adult.DESCR, adult_raw.DESCR):
+        assert "CC BY 4.0" in text and "10.24432/C5XW20" in text
+    for name, edges in CUT_POINTS.items():
+        stated = f"{name} {', '.join(str(e) for e in edges)}"
+        assert stated in " ".join(doc.split()), stated  # the cut points are stated in the docstring
+        assert f"{name}: {', '.join(str(e) for e in edges)}" in adult.DESCR
+
+
+def test_adult_bad_input(monkeypatch):
+    with pytest.raises(ValueError, match="encoding must be 'a9a' or 'raw'"):
+        load_adult(encoding="onehot")
+    with pytest.raises(ValueError, match="as_frame=True gives the raw attributes"):
+        load_adult(as_frame=True)
+    with pytest.raises(TypeError, match="return_X_y must be a bool"):
+        load_adult(return_X_y="yes")
+    monkeypatch.setitem(sys.modules, "pandas", None)  # as if pandas were not installed
+    with pytest.raises(ImportError, match=r"needs pandas.*randfeat\[pandas\]"):
+        load_adult(encoding="raw", as_frame=True)

@@ -1,10 +1,13 @@
-"""Synthetic stand-ins for the data sets of Rahimi & Recht (2007), Table 1.
+"""The data sets of Rahimi & Recht (2007), Table 1: the real Adult set, and look-alikes.
 
 The paper measures random features on Census (regression, 18,000 × 119),
-Adult (binary, 32,000 × 123, one-hot) and Forest Cover (7 classes,
-522,000 × 54).  The real files need a download; these generators need nothing
-and give data of the same shape and the same *character*, so the benchmark
-harness (``bench/table1.py``) runs anywhere, offline, in a known time:
+Adult (binary, 32,000 × 123, one-hot) and Forest Cover (classification,
+522,000 × 54).  One of them ships with randfeat: :func:`load_adult` returns
+the UCI Adult set (CC BY 4.0; Becker & Kohavi, 1996) offline, in LIBSVM's
+a9a encoding or as its 14 raw attributes.  The other real files need a
+download; the generators below need nothing and give data of the same shape
+and the same *character*, so the benchmark harness (``bench/table1.py``)
+runs anywhere, offline, in a known time:
 
 ================== ============ =========== ======= =========================================
 generator          task         full shape  X       what matters about it
@@ -26,7 +29,7 @@ full data set exactly: ``make_forest_like(1000, random_state=0)`` is the first
 
 These are synthetic data.  Numbers measured on them say how methods compare on
 data of this character; they are not the paper's numbers on the real sets
-(``bench/table1.py --data``/``--dataset`` runs on those).
+(``bench/table1.py`` runs the real Adult set too; ``--data`` takes the others).
 """
 
 import numbers
@@ -34,7 +37,9 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["make_census_like", "make_adult_like", "make_forest_like"]
+from ._adult import load_adult
+
+__all__ = ["load_adult", "make_census_like", "make_adult_like", "make_forest_like"]
 
 _BLOCK = 32768  # rows per independently seeded block (fixed: prefix property)
 
