@@ -12,6 +12,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import randfeat._ridge as ridge_mod
+import randfeat._threads as threads_mod
 from randfeat import RandomBinningFeatures, RandomFourierFeatures, Ridge, RidgeClassifier
 from randfeat._linops import SparseProducts
 from randfeat._sparse_fast import csr_matmat, csr_normal_matmat, csr_row_weighted_sq_sums, sum_blocks
@@ -184,7 +185,7 @@ def test_cg_bitwise_equal_for_any_n_jobs(sparse, dtype, fused, monkeypatch):
     if not fused:
         monkeypatch.setattr(SparseProducts, "FUSED_BUFFER_BYTES", 0)
     # Enough nonzeros that the sparse kernels really use two threads.
-    monkeypatch.setattr(SparseProducts, "_MIN_NNZ_PER_THREAD", 1000)
+    monkeypatch.setitem(threads_mod.MIN_WORK_PER_THREAD, "csr_entries", 1000)
     X, y = make_data(n=2000, d=60, k=3, dtype=dtype, sparse=sparse, seed=6)
     w = np.random.default_rng(7).uniform(0.5, 2, 2000)
     fits = [Ridge(solver="cg", tol=1e-10, n_jobs=j).fit(X, y, sample_weight=w) for j in (1, 2)]
