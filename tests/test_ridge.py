@@ -525,7 +525,7 @@ def test_cg_fast_kernels_match_numpy(dtype, centred):
 def test_cholesky_centring_with_and_without_shift(dtype, offset):
     # offset 0: mean/spread ratio ~0, chunks go to syrk unshifted; offset
     # 1e3 (ratio ~1e6): the shifted-data path must keep the accuracy.
-    from randfeat._cholesky import _shift_needed
+    from randfeat._stats import _shift_needed
 
     rng = np.random.default_rng(12)
     X = (offset + rng.standard_normal((3000, 40))).astype(dtype)
