@@ -340,9 +340,11 @@ class StatisticsAccumulator:
             m = min(n, _DECISION_ROWS)
             wm = ww[:m]
             dm = float(wm.sum()) or 1.0
-            # einsum, not BLAS: deterministic for any thread count.
+            # einsum, not BLAS: deterministic for any thread count.  The mean
+            # may be reused as the block's (float64); the squares only
+            # decide, and are summed in the block's dtype (3× faster in float32).
             head_mean = np.einsum("i,ij->j", wm, Zb[:m], dtype=np.float64) / dm
-            head_sq = np.einsum("i,ij,ij->j", wm, Zb[:m], Zb[:m], dtype=np.float64) / dm
+            head_sq = np.einsum("i,ij,ij->j", wm.astype(self.dtype), Zb[:m], Zb[:m]).astype(np.float64) / dm
             if _shift_needed(head_mean, head_sq, self.dtype):
                 shift = head_mean.astype(self.dtype)
         if shift is not None or wb is not None:
