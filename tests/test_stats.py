@@ -56,9 +56,8 @@ def rel(a, b):
 
 
 def blocks_of(Z, Y, w, bounds):
-    return [
-        RidgeStatistics.from_block(Z[s:e], Y[s:e], None if w is None else w[s:e]) for s, e in zip(bounds[:-1], bounds[1:])
-    ]
+    return [RidgeStatistics.from_block(Z[s:e], Y[s:e], None if w is None else w[s:e])
+            for s, e in zip(bounds[:-1], bounds[1:])]
 
 
 def merge_sequential(parts):

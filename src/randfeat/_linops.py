@@ -83,7 +83,8 @@ class FeatureOperator(ABC):
         for cap in Capability:
             overridden = {name for name in cap.value if getattr(cls, name) is not getattr(FeatureOperator, name)}
             if cap in cls.capabilities and len(overridden) < len(cap.value):
-                raise TypeError(f"{cls.__name__} declares {cap.name} but does not implement {sorted(set(cap.value) - overridden)}")
+                missing = sorted(set(cap.value) - overridden)
+                raise TypeError(f"{cls.__name__} declares {cap.name} but does not implement {missing}")
             if cap not in cls.capabilities and overridden:
                 raise TypeError(f"{cls.__name__} implements {sorted(overridden)} without declaring {cap.name}")
 
@@ -379,7 +380,8 @@ class SparseProducts(FeatureOperator):
         if self._csc is not None:
             out = np.empty(self.shape[1], dtype=np.float64)
             indptr, indices, data = self._csc
-            csr_row_weighted_sq_sums(indptr, indices, data, np.ascontiguousarray(w, dtype=np.float64), out, self.n_threads)
+            w = np.ascontiguousarray(w, dtype=np.float64)
+            csr_row_weighted_sq_sums(indptr, indices, data, w, out, self.n_threads)
             return out
         indptr, indices, data = self._csr
         Z2 = sp.csr_matrix((data.astype(np.float64) ** 2, indices, indptr), shape=self.shape)

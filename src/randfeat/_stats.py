@@ -46,9 +46,12 @@ of dsyrk) but each block's product is added into float64 sums; means,
 corrections, factor and solve are float64.
 """
 
+from typing import NamedTuple
+
 import numpy as np
 from scipy.linalg.blas import get_blas_funcs
 
+from ._cholesky import RidgeSolution
 from ._threads import limit_blas_threads, single_threaded_blas
 
 #: Largest max_j μ_j²/σ_j² (estimated per block) at which a block is not shifted, by dtype.
@@ -252,33 +255,43 @@ class RidgeStatistics:
             delta = (light.shift - heavy.shift) + (light.mean_offset - heavy.mean_offset)
             delta_y = (light.y_shift - heavy.y_shift) + (light.y_mean_offset - heavy.y_mean_offset)
             f = a.weight_sum * b.weight_sum / w
-            G = _dsyrk(f, delta[:, None], beta=1.0, c=G, trans=0, lower=1, overwrite_c=1)
+            with single_threaded_blas():
+                G = _dsyrk(f, delta[:, None], beta=1.0, c=G, trans=0, lower=1, overwrite_c=1)
             cross += f * np.outer(delta, delta_y)
             yss += f * delta_y**2
             mean_offset += (light.weight_sum / w) * delta
             y_mean_offset += (light.weight_sum / w) * delta_y
         return RidgeStatistics(n_samples=a.n_samples + b.n_samples, weight_sum=w, gram_lower=G, cross=cross,
                                y_sum_squares=yss, shift=shift, mean_offset=mean_offset, y_shift=y_shift,
-                               y_mean_offset=y_mean_offset, centred=self.centred, dtype=np.result_type(a.dtype, b.dtype))
+                               y_mean_offset=y_mean_offset, centred=self.centred,
+                               dtype=np.result_type(a.dtype, b.dtype))
 
     # -------------------------------------------------------------- solving
     def solve(self, alpha, *, overwrite=False):
-        """Return the ridge solution for ``alpha`` (coefficients, intercepts, noise, factor).
+        """Return the ridge solution for ``alpha``: ``RidgeSolution.from_statistics(self, alpha, overwrite=...)``.
 
         Parameters
         ----------
         alpha : float >= 0
         overwrite : bool, default=False
-            Factor in this object's Gram buffer (saves D² memory); the
-            statistics cannot be used afterwards.
+            Factor in this object's Gram buffer; the statistics are consumed.
 
         Returns
         -------
         RidgeSolution
         """
-        from ._cholesky import RidgeSolution
-
         return RidgeSolution.from_statistics(self, alpha, overwrite=overwrite)
+
+
+class _BlockMeans(NamedTuple):
+    """What a block (or a folded group of blocks) leaves for the deferred corrections."""
+
+    weight: float  # Σ w of its rows
+    shift: np.ndarray  # (D,) c, the value its rows were shifted by (float64)
+    mean: np.ndarray  # (D,) m, weighted mean of its shifted rows: μ_b = c + m
+    fresh: bool  # True while S still holds Σ w (z − c)(z − c)ᵀ, not the centred Gram
+    y_shift: np.ndarray  # (K,)
+    y_mean: np.ndarray  # (K,)
 
 
 class StatisticsAccumulator:
@@ -306,10 +319,8 @@ class StatisticsAccumulator:
         self._cross = np.zeros((self.D, self.K))
         self._yss = np.zeros(self.K)
         self._n_rows = 0
-        # One entry per block whose rank-one corrections wait (see _fold):
-        # weight, shift (None: 0), mean of the shifted rows, whether that
-        # mean is still inside the sum (True for a fresh block), y shift and
-        # mean of the shifted targets.
+        self._weight_sum = 0.0
+        # _BlockMeans of the blocks whose rank-one corrections wait (see _fold).
         self._pending = []
         self._syrk = get_blas_funcs("syrk", dtype=self.dtype)
         self._buf = None
@@ -332,6 +343,7 @@ class StatisticsAccumulator:
         wsum = float(ww.sum()) if n else 0.0
         if wsum <= 0:
             return  # no rows, or only zero weights: nothing but the count
+        self._weight_sum += wsum
         shift = None
         if self.fit_intercept:
             # The shift decision needs only the scale of mean vs spread:
@@ -396,11 +408,10 @@ class StatisticsAccumulator:
         if self.fit_intercept:
             # Σ w (z − μ_b)(y − ȳ_b)ᵀ = Σ w (z − c)(y − c_y)ᵀ − w (μ_b − c)(ȳ_b − c_y)ᵀ
             cross -= wsum * np.outer(mean_s, y_mean_s)
-            self._pending.append((wsum, shift, mean_s, True, y_shift, y_mean_s))
+            c = np.zeros(self.D) if shift is None else shift.astype(np.float64)
+            self._pending.append(_BlockMeans(wsum, c, mean_s, True, y_shift, y_mean_s))
             if len(self._pending) >= MAX_PENDING:
                 self._fold()
-        else:
-            self._pending.append((wsum, None, None, False, None, None))
         self._cross += cross
 
     def _fold(self):
@@ -416,17 +427,7 @@ class StatisticsAccumulator:
         target sums of squares.  Differences of means are formed as
         (c_b − c_ref) + (m_b − m), accurate even for large offsets.
         """
-        entries = self._pending
-        if not self.fit_intercept:
-            self._pending = [(sum(e[0] for e in entries), None, None, False, None, None)]
-            return
-        w = np.array([e[0] for e in entries])
-        zeros = np.zeros(self.D)
-        C = np.array([zeros if e[1] is None else e[1].astype(np.float64) for e in entries])
-        M = np.array([e[2] for e in entries])
-        fresh = np.array([e[3] for e in entries])
-        YC = np.array([e[4] for e in entries])
-        YM = np.array([e[5] for e in entries])
+        w, C, M, fresh, YC, YM = (np.array(field) for field in zip(*self._pending))
         sw = float(w.sum())
         E = (C - C[0]) + M  # block means relative to the first block's shift
         mean_offset = np.einsum("b,bj->j", w, E) / sw
@@ -443,7 +444,7 @@ class StatisticsAccumulator:
                              overwrite_c=1)
         self._cross += np.einsum("b,bj,bk->jk", w, dM, dY)
         self._yss += np.einsum("b,bk->k", w, dY * dY)
-        self._pending = [(sw, C[0], mean_offset, False, YC[0], y_mean_offset)]
+        self._pending = [_BlockMeans(sw, C[0], mean_offset, False, YC[0], y_mean_offset)]
 
     def statistics(self):
         """Return the ``RidgeStatistics`` of every row added (the accumulator is spent afterwards).
@@ -456,15 +457,13 @@ class StatisticsAccumulator:
         self._S_block = None
         self._buf = None
         shift, mean_offset, y_shift, y_mean_offset = np.zeros(D), np.zeros(D), np.zeros(K), np.zeros(K)
-        weight_sum = 0.0
-        if self._pending:
+        if self._pending:  # centred, and some weight seen
             self._fold()
-            weight_sum, c, m, _, yc, ym = self._pending[0]
-            if self.fit_intercept:
-                shift, mean_offset, y_shift, y_mean_offset = c, m, yc, ym
-        stats = RidgeStatistics(n_samples=self._n_rows, weight_sum=weight_sum, gram_lower=self._S, cross=self._cross,
-                                y_sum_squares=np.maximum(self._yss, 0.0), shift=shift, mean_offset=mean_offset,
-                                y_shift=y_shift, y_mean_offset=y_mean_offset, centred=self.fit_intercept,
-                                dtype=self.dtype)
+            group = self._pending[0]
+            shift, mean_offset, y_shift, y_mean_offset = group.shift, group.mean, group.y_shift, group.y_mean
+        stats = RidgeStatistics(n_samples=self._n_rows, weight_sum=self._weight_sum, gram_lower=self._S,
+                                cross=self._cross, y_sum_squares=np.maximum(self._yss, 0.0), shift=shift,
+                                mean_offset=mean_offset, y_shift=y_shift, y_mean_offset=y_mean_offset,
+                                centred=self.fit_intercept, dtype=self.dtype)
         self._S = self._cross = None
         return stats
