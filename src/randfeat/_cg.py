@@ -71,7 +71,7 @@ def cg_ridge(ops, Y, sample_weight, alpha, *, fit_intercept, tol, max_iter, log=
     B, ybar = normal.rhs(Y)
     preconditioner = jacobi_block_preconditioner(normal, alpha)
     if log is not None and preconditioner.correction is not None:
-        log(f"CG preconditioner: Jacobi + exact block on the {len(preconditioner.correction.columns)} heaviest columns")
+        log(f"CG preconditioner: {preconditioner.description}")
     X, n_iter, residual = block_cg(normal, B, alpha, preconditioner, tol=tol, max_iter=max_iter, log=log)
     return np.ascontiguousarray(X.T), normal.intercept(X, ybar), n_iter, residual
 

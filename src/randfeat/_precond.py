@@ -154,11 +154,14 @@ class Preconditioner:
     correction : object with ``apply(R, Zr)``, or None
         Sets Zr on its rows and returns their Σ R∘Zr per column (float64),
         e.g. a ``HeavyBlockPreconditioner``.
+    description : str
+        What M is, for progress messages.
     """
 
-    def __init__(self, inv_diag, correction=None):
+    def __init__(self, inv_diag, correction=None, description="Jacobi"):
         self.inv_diag = inv_diag
         self.correction = correction
+        self.description = description
 
     def correct(self, R, Zr):
         """Complete Zr = M⁻¹R on the correction's rows; return their Σ R∘Zr per column (or 0.0).
@@ -193,15 +196,16 @@ def jacobi_block_preconditioner(normal, alpha):
     """
     diag = normal.diagonal()
     if diag is None:
-        return Preconditioner(np.ones(normal.shape[1]))
+        return Preconditioner(np.ones(normal.shape[1]), description="none (the operator has no column statistics)")
     diag = np.maximum(diag, 0.0) + alpha
     # A zero diagonal entry (an all-zero column with alpha == 0) would make
     # the preconditioner singular; the column has no effect, leave it at 1.
     diag[diag <= 0] = 1.0
     inv_diag = 1.0 / diag
     block = heavy_block_preconditioner(normal.ops, diag, alpha, normal.mean, normal.weights, normal.weight_sum)
-    if block is not None:
-        # The block's rows get their Zr from block.apply; zero here so the
-        # fused update's Σ R∘Zr leaves them out (block.apply returns theirs).
-        inv_diag[block.columns] = 0.0
-    return Preconditioner(inv_diag, block)
+    if block is None:
+        return Preconditioner(inv_diag)
+    # The block's rows get their Zr from block.apply; zero here so the
+    # fused update's Σ R∘Zr leaves them out (block.apply returns theirs).
+    inv_diag[block.columns] = 0.0
+    return Preconditioner(inv_diag, block, f"Jacobi + exact block on the {len(block.columns)} heaviest columns")
