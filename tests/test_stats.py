@@ -246,6 +246,10 @@ def test_solution_is_immutable():
     for name in ("coef", "intercept", "noise_variance", "factor", "mean"):
         with pytest.raises(ValueError, match="read-only"):
             getattr(sol, name)[0, ...] = 0.0
+    back = pickle.loads(pickle.dumps(sol))
+    assert np.array_equal(back.factor, sol.factor) and back.dof == sol.dof
+    with pytest.raises(ValueError, match="read-only"):
+        back.coef[0, 0] = 0.0
 
 
 def test_solution_noise_and_predictive_variance_match_dense_formulas():

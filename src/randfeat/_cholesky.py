@@ -73,6 +73,11 @@ class RidgeSolution:
         for name in ("coef", "intercept", "noise_variance", "factor", "mean"):
             _readonly(getattr(self, name))
 
+    def __setstate__(self, state):
+        # Unpickling restores the fields directly: make the arrays read-only again.
+        self.__dict__.update(state)
+        self.__post_init__()
+
     @classmethod
     def from_statistics(cls, stats, alpha, *, overwrite=False):
         """Factor Z_cᵀWZ_c + αI from ``stats`` and solve for every target.
