@@ -7,6 +7,7 @@ import scipy.sparse as sp
 from sklearn.preprocessing import OneHotEncoder
 
 import randfeat._precond as precond_mod
+import randfeat._threads as threads_mod
 from randfeat import RandomBinningFeatures, Ridge, RidgeClassifier
 from randfeat._linops import OneHotBlockProducts, SparseProducts, make_products, onehot_block_structure
 from randfeat._onehot_fast import (
@@ -232,7 +233,7 @@ def test_block_cuts_iterations_against_jacobi(monkeypatch):
 
 @pytest.mark.parametrize("weighted", [False, True])
 def test_cg_on_binning_bitwise_equal_for_any_n_jobs(weighted, monkeypatch):
-    monkeypatch.setattr(SparseProducts, "_MIN_NNZ_PER_THREAD", 1000)
+    monkeypatch.setitem(threads_mod.MIN_WORK_PER_THREAD, "csr_entries", 1000)
     Z, y = binning_Z(n=8000, P=15)
     labels = np.digitize(y, np.quantile(y, [0.3, 0.6]))
     w = np.random.default_rng(9).uniform(0.5, 2.0, len(y)) if weighted else None

@@ -12,6 +12,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import randfeat._ridge as ridge_mod
+import randfeat._threads as threads_mod
 from randfeat import RandomBinningFeatures, RandomFourierFeatures, Ridge, RidgeClassifier
 from randfeat._linops import SparseProducts
 from randfeat._sparse_fast import csr_matmat, csr_normal_matmat, csr_row_weighted_sq_sums, sum_blocks
@@ -184,7 +185,7 @@ def test_cg_bitwise_equal_for_any_n_jobs(sparse, dtype, fused, monkeypatch):
     if not fused:
         monkeypatch.setattr(SparseProducts, "FUSED_BUFFER_BYTES", 0)
     # Enough nonzeros that the sparse kernels really use two threads.
-    monkeypatch.setattr(SparseProducts, "_MIN_NNZ_PER_THREAD", 1000)
+    monkeypatch.setitem(threads_mod.MIN_WORK_PER_THREAD, "csr_entries", 1000)
     X, y = make_data(n=2000, d=60, k=3, dtype=dtype, sparse=sparse, seed=6)
     w = np.random.default_rng(7).uniform(0.5, 2, 2000)
     fits = [Ridge(solver="cg", tol=1e-10, n_jobs=j).fit(X, y, sample_weight=w) for j in (1, 2)]
@@ -503,7 +504,7 @@ def test_cg_fast_kernels_match_numpy(dtype, centred):
 def test_cholesky_centring_with_and_without_shift(dtype, offset):
     # offset 0: mean/spread ratio ~0, chunks go to syrk unshifted; offset
     # 1e3 (ratio ~1e6): the shifted-data path must keep the accuracy.
-    from randfeat._cholesky import _shift_needed
+    from randfeat._stats import _shift_needed
 
     rng = np.random.default_rng(12)
     X = (offset + rng.standard_normal((3000, 40))).astype(dtype)
@@ -516,3 +517,16 @@ def test_cholesky_centring_with_and_without_shift(dtype, offset):
     rtol = 1e-9 if dtype == np.float64 else 1e-4
     np.testing.assert_allclose(est.coef_, coef[0], rtol=0, atol=rtol * np.abs(coef).max())
     np.testing.assert_allclose(est.intercept_, intercept[0], rtol=rtol, atol=rtol * (1 + offset))
+
+
+def test_refit_without_features_forgets_the_old_map():
+    # A refit with features=None solves on X itself; the map of the earlier
+    # fit must not be applied to X at predict time.
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 3))
+    y = X @ np.array([1.0, -2.0, 0.5])
+    est = Ridge(alpha=1e-3, features=RandomFourierFeatures(20, random_state=0)).fit(X, y)
+    assert hasattr(est, "features_")
+    est.set_params(features=None).fit(X, y)
+    assert not hasattr(est, "features_")
+    np.testing.assert_allclose(est.predict(X), Ridge(alpha=1e-3).fit(X, y).predict(X))

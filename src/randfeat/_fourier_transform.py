@@ -8,13 +8,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from . import _fourier_fast
-from ._threads import single_threaded_blas
+from ._threads import single_threaded_blas, threads_for
 
 _INT32_MAX = np.iinfo(np.int32).max
-# Output elements worth waking one more thread for (~0.2 ms of work): below
-# that, starting and joining an OpenMP team costs more than it saves.  The
-# output does not depend on the thread count, so this is purely for speed.
-_ELEMENTS_PER_THREAD = 1 << 18
 
 
 def _gemm_ready(X):
@@ -59,7 +55,7 @@ def fourier_features(X, W, b, cossin, n_threads):
         raise ValueError("n_features and n_components must each be below 2**31 (BLAS int sizes)")
     # np.empty: pages are first touched by the threads that write them.
     out = np.empty((X.shape[0], D), dtype=dtype)
-    n_threads = max(1, min(n_threads, out.size // _ELEMENTS_PER_THREAD))
+    n_threads = threads_for("fourier_output", out.size, n_threads)
     with single_threaded_blas():
         if sp.issparse(X):
             index_dtype = np.result_type(X.indices.dtype, X.indptr.dtype)

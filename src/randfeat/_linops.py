@@ -1,24 +1,42 @@
-"""The two products a CG iteration needs, Z @ P and Z.T @ U, for sparse and dense Z.
+"""Products with a feature matrix Z: the declared interface and its dense, CSR and one-hot implementations.
 
-CG only ever touches the feature matrix Z through these products, so the
-solver is the same for both storage formats:
+The iterative solver touches Z (N × D) only through a ``FeatureOperator``:
+``Z @ P`` and ``Zᵀ @ U`` are required, and a few optional capabilities
+(``Capability``) are either implemented by a class — which declares them in
+``capabilities`` — or absent.  Consumers ask ``ops.has(capability)``, never
+probe attributes; ``FeatureOperator.__init_subclass__`` checks that a class
+declares exactly the optional methods it overrides.
 
-* CSR Z: either one fused pass ``Zᵀ W Z P`` with fixed row-block partial
-  sums (``_sparse_fast.csr_normal_matmat``), or ``Z @ P`` row-parallel over
-  Z and ``Z.T @ U`` over a CSC copy of Z (``csr_matmat``); see
-  ``SparseProducts``.  Bit-identical for any thread count either way.
-* one-hot block CSR Z (random binning features, one-hot encodings: every
-  row has one nonzero per block of columns, all of one value): the
-  block-major products of ``_onehot_fast`` (``OneHotBlockProducts``),
-  which read no value array and keep each block's slice of the vector in
-  cache.  Detected from the CSR itself (``onehot_block_structure``).
-* dense Z: single-threaded BLAS gemm on fixed row blocks, run by a pool of
-  ``n_threads`` threads, partial products summed in block order.
+=================  =====================================  ==========================================
+capability         method                                 when absent
+=================  =====================================  ==========================================
+FUSED_NORMAL       ``normal(P, mup, w)``                  composed: ``matmat`` then ``rmatmat``
+COLUMN_STATISTICS  ``column_sums(w)``,                    sums composed from ``rmatmat_once`` (in
+                   ``column_sq_sums(w)``                  Z's precision); sums of squares raise
+GRAM_BLOCK         ``gram_block(columns, w)``             raises ``NotImplementedError``
+=================  =====================================  ==========================================
 
-Centring and sample weights are applied by the solver around these
-products (``_cg.py``), never by modifying Z.
+Implementations (``make_products`` picks one):
+
+* ``DenseProducts`` — single-threaded BLAS on fixed row blocks, run by a
+  pool; ``RowBlockOperator``, the base that owns the map over row blocks
+  and the block-order reduction, is where a blocked (e.g. Dask) operator
+  plugs in.
+* ``SparseProducts`` — canonical CSR Z: a fused single pass ``Zᵀ W Z P``
+  with fixed row-block partial sums (one target), or ``Z @ P`` row-parallel
+  over the CSR and ``Zᵀ @ U`` over a CSC copy.
+* ``OneHotBlockProducts`` — CSR Z whose rows have one nonzero per block of
+  columns, all of one value (random binning features, one-hot encodings;
+  detected by ``onehot_block_structure``): block-major kernels that read no
+  value array.
+
+Every product is bit-identical for any thread count.  Centring and sample
+weights are applied around these products (``_normal.py``), never by
+modifying Z.
 """
 
+import enum
+from abc import ABC, abstractmethod
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -26,9 +44,188 @@ import scipy.sparse as sp
 
 from ._onehot_fast import compact_columns, csr_gram_block, n_row_blocks, onehot_matmat, onehot_tmatmat
 from ._sparse_fast import csr_matmat, csr_normal_matmat, csr_row_weighted_sq_sums, sum_blocks
-from ._threads import limit_blas_threads
+from ._threads import single_threaded_blas, threads_for
 
 
+class Capability(enum.Enum):
+    """Optional capabilities of a ``FeatureOperator``, each naming the methods that provide it."""
+
+    #: ``normal``: Zᵀ W (Z P − 1 mupᵀ) in one fused pass.
+    FUSED_NORMAL = ("normal",)
+    #: ``column_sums`` / ``column_sq_sums``: Σ_i w_i Z_ij and Σ_i w_i Z_ij², float64.
+    COLUMN_STATISTICS = ("column_sums", "column_sq_sums")
+    #: ``gram_block``: the dense Gram block Σ_i w_i z_i[H] z_i[H]ᵀ of chosen columns H.
+    GRAM_BLOCK = ("gram_block",)
+
+
+class FeatureOperator(ABC):
+    """Products with a feature matrix Z of shape (N, D), float32 or float64.
+
+    Subclasses implement ``matmat`` and ``rmatmat`` and list in
+    ``capabilities`` the optional ``Capability`` members they implement
+    (see the module docstring for what happens when one is absent).
+
+    Parameters
+    ----------
+    shape : (int, int)
+        (N, D).
+    dtype : numpy dtype
+        Z's dtype; products take and return arrays of it.
+    n_threads : int
+        Threads the products may use (results do not depend on it).
+    """
+
+    #: The optional capabilities this class implements.
+    capabilities = frozenset()
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        for cap in Capability:
+            overridden = {name for name in cap.value if getattr(cls, name) is not getattr(FeatureOperator, name)}
+            if cap in cls.capabilities and len(overridden) < len(cap.value):
+                missing = sorted(set(cap.value) - overridden)
+                raise TypeError(f"{cls.__name__} declares {cap.name} but does not implement {missing}")
+            if cap not in cls.capabilities and overridden:
+                raise TypeError(f"{cls.__name__} implements {sorted(overridden)} without declaring {cap.name}")
+
+    def __init__(self, shape, dtype, n_threads):
+        self.shape = tuple(shape)
+        self.dtype = np.dtype(dtype)
+        self.n_threads = n_threads
+
+    def has(self, capability):
+        """Return True if this operator implements ``capability``.
+
+        Parameters
+        ----------
+        capability : Capability
+
+        Returns
+        -------
+        bool
+        """
+        return capability in self.capabilities
+
+    @property
+    def entries(self):
+        """Stored entries of Z (N·D when dense, nnz when sparse): the work of one product per target."""
+        return self.shape[0] * self.shape[1]
+
+    # ------------------------------------------------------------ required
+    @abstractmethod
+    def matmat(self, P):
+        """Return Z @ P.
+
+        Parameters
+        ----------
+        P : ndarray of shape (D, K)
+
+        Returns
+        -------
+        ndarray of shape (N, K), Z's dtype
+        """
+
+    @abstractmethod
+    def rmatmat(self, U):
+        """Return Zᵀ @ U.
+
+        Parameters
+        ----------
+        U : ndarray of shape (N, K)
+
+        Returns
+        -------
+        ndarray of shape (D, K), Z's dtype
+        """
+
+    def rmatmat_once(self, U):
+        """Return Zᵀ @ U for a one-off product (may skip set-up that only repeated products repay).
+
+        Parameters
+        ----------
+        U : ndarray of shape (N, K)
+
+        Returns
+        -------
+        ndarray of shape (D, K), Z's dtype
+        """
+        return self.rmatmat(U)
+
+    def close(self):
+        """Release work buffers and threads (the operator stays usable)."""
+
+    # -------------------------------------------------- optional capabilities
+    def normal(self, P, mup, w):
+        """Return (Zᵀ W (Z P − 1 mupᵀ), Σ_i w_i (z_iᵀP − mup)).
+
+        Without ``Capability.FUSED_NORMAL``: ``matmat``, then centring and
+        weights, then ``rmatmat``.
+
+        Parameters
+        ----------
+        P : ndarray of shape (D, K), Z's dtype
+        mup : ndarray of shape (K,), float64
+            Subtracted from every row of Z P (μᵀP when centring, else 0).
+        w : ndarray of shape (N,) float64, or None for unit weights
+
+        Returns
+        -------
+        Q : ndarray of shape (D, K), Z's dtype
+        s : ndarray of shape (K,), float64
+        """
+        U = self.matmat(P)
+        if np.any(mup):
+            U -= mup.astype(self.dtype)
+        if w is not None:
+            U *= w[:, None].astype(self.dtype)
+        return self.rmatmat(U), U.sum(axis=0, dtype=np.float64)
+
+    def column_sums(self, w):
+        """Return Σ_i w_i Z_ij for each column j, float64.
+
+        Without ``Capability.COLUMN_STATISTICS``: ``rmatmat_once`` of w, in
+        Z's precision.
+
+        Parameters
+        ----------
+        w : ndarray of shape (N,), float64
+
+        Returns
+        -------
+        ndarray of shape (D,), float64
+        """
+        return self.rmatmat_once(np.asarray(w, dtype=self.dtype)[:, None])[:, 0].astype(np.float64)
+
+    def column_sq_sums(self, w):
+        """Return Σ_i w_i Z_ij² for each column j, float64 (``Capability.COLUMN_STATISTICS``).
+
+        Parameters
+        ----------
+        w : ndarray of shape (N,), float64
+
+        Returns
+        -------
+        ndarray of shape (D,), float64
+        """
+        raise NotImplementedError(f"{type(self).__name__} has no column sums of squares")
+
+    def gram_block(self, columns, w):
+        """Return the dense Gram block Σ_i w_i z_i[columns] z_i[columns]ᵀ (``Capability.GRAM_BLOCK``).
+
+        Parameters
+        ----------
+        columns : ndarray of int, increasing
+            The chosen columns (h of them).
+        w : ndarray of shape (N,) float64, or None for unit weights
+
+        Returns
+        -------
+        ndarray of shape (h, h), float64, symmetric
+        """
+        raise NotImplementedError(f"{type(self).__name__} has no Gram block")
+
+
+# ---------------------------------------------------------------- CSR helpers
 def _common_index_dtype(A):
     """Return (indptr, indices) of CSR/CSC ``A`` with one shared integer dtype."""
     indptr, indices = A.indptr, A.indices
@@ -40,20 +237,57 @@ def _common_index_dtype(A):
     return indptr, indices
 
 
-class SparseProducts:
+def _float64_csr(csr, shape):
+    """Return the CSR arrays ``csr`` as a float64 SciPy matrix (no copy for float64 data)."""
+    indptr, indices, data = csr
+    return sp.csr_matrix((data.astype(np.float64, copy=False), indices, indptr), shape=shape)
+
+
+def csr_gram_block_of(csr, n_columns, columns, w, n_threads):
+    """Return the dense Gram block Σ_i w_i z_i[columns] z_i[columns]ᵀ of a CSR matrix.
+
+    Parameters
+    ----------
+    csr : (indptr, indices, data)
+        The CSR arrays of Z (one shared index dtype).
+    n_columns : int
+        D.
+    columns : ndarray of int, increasing
+        The chosen columns (h of them).
+    w : ndarray of shape (N,) float64, or None for unit weights
+    n_threads : int
+
+    Returns
+    -------
+    ndarray of shape (h, h), float64, symmetric
+    """
+    h = len(columns)
+    indptr, indices, data = csr
+    position = np.full(n_columns, -1, dtype=np.int32)
+    position[columns] = np.arange(h, dtype=np.int32)
+    hptr, hidx, hval = compact_columns(indptr, indices, data, position)
+    out = np.zeros((h, h), dtype=np.float64)
+    csr_gram_block(hptr, hidx, hval, np.zeros(0) if w is None else w, out, n_threads)
+    # Upper triangle filled: mirror it.
+    return np.triu(out) + np.triu(out, 1).T
+
+
+# -------------------------------------------------------------------- CSR
+class SparseProducts(FeatureOperator):
     """Products with a canonical CSR matrix Z (float32 or float64).
 
-    Two ways to apply Zᵀ W Z per CG iteration, chosen from the problem size
-    only (never from the thread count, so results do not depend on it):
+    Two ways to apply Zᵀ W Z per CG iteration (``normal``), chosen from the
+    problem size only (never from the thread count, so results do not
+    depend on it):
 
-    * fused (``normal``): one pass over the CSR computing Z P row by row and
-      scattering z_i v_i into ``n_blocks`` fixed row-block buffers (D × K
-      doubles each) that are then summed in block order.  Z is read once
-      per iteration and no CSC copy exists.  Used for one target (K = 1)
-      when 2..4 block buffers fit in ``FUSED_BUFFER_BYTES``.
-    * two passes (``dot`` then ``tdot``): Z P row-parallel over the CSR, Zᵀ U
-      row-parallel over a CSC copy of Z (made on first use).  Used for K > 1
-      and when D is too large for the block buffers.
+    * fused: one pass over the CSR computing Z P row by row and scattering
+      z_i v_i into ``n_blocks`` fixed row-block buffers (D × K doubles
+      each) that are then summed in block order.  Z is read once per
+      iteration and no CSC copy exists.  Used for one target (K = 1) when
+      2..4 block buffers fit in ``FUSED_BUFFER_BYTES``.
+    * two passes (``matmat`` then ``rmatmat``): Z P row-parallel over the
+      CSR, Zᵀ U row-parallel over a CSC copy of Z (made on first use).
+      Used for K > 1 and when D is too large for the block buffers.
 
     Measured on the 522000-row, 26M-nonzero binning matrix (bench/ridge.py
     data, a loaded machine, medians of 3): one target, fused 0.96-1.04 s
@@ -69,24 +303,25 @@ class SparseProducts:
         OpenMP threads for the kernels (does not change results).
     """
 
-    _MIN_NNZ_PER_THREAD = 100_000
+    capabilities = frozenset(Capability)
     FUSED_BUFFER_BYTES = 256 * 2**20
     MAX_BLOCKS = 4
 
     def __init__(self, Z, n_threads):
-        self.shape = Z.shape
-        self.dtype = Z.dtype
+        # Small products are not worth waking threads for.
+        super().__init__(Z.shape, Z.dtype, threads_for("csr_entries", Z.nnz, n_threads))
         self.Z = Z
-        # Small products are not worth waking threads for (on a loaded
-        # machine a parallel region can cost milliseconds); the result does
-        # not depend on the thread count either way.
-        self.n_threads = n_threads if Z.nnz >= self._MIN_NNZ_PER_THREAD * 2 else 1
         self._csr = (*_common_index_dtype(Z), Z.data)
         self._csc = None
         self._blocks = {}
 
+    @property
+    def entries(self):
+        """Stored entries of Z (its nnz)."""
+        return self.Z.nnz
+
     def n_blocks(self, K):
-        """Number of row blocks of the fused product for K targets (0: not fused)."""
+        """Number of row blocks of the fused product for K targets (0: two passes)."""
         D = self.shape[1]
         if K > 1:
             return 0
@@ -94,9 +329,11 @@ class SparseProducts:
         return int(nb) if nb >= 2 else 0
 
     def normal(self, P, mup, w):
-        """Return (Zᵀ W (Z P − 1 mupᵀ), Σ_i w_i (z_iᵀP − mup)) by the fused pass."""
+        """Return (Zᵀ W (Z P − 1 mupᵀ), Σ_i w_i (z_iᵀP − mup)): fused pass, or two passes (see class doc)."""
         D, K = P.shape
         nb = self.n_blocks(K)
+        if nb == 0:
+            return super().normal(P, mup, w)
         if K not in self._blocks:
             self._blocks[K] = (np.empty((nb, D, K)), np.empty((nb, K)))
         partial, usum = self._blocks[K]
@@ -105,7 +342,7 @@ class SparseProducts:
         csr_normal_matmat(indptr, indices, data, np.ascontiguousarray(P, dtype=self.dtype),
                           np.ascontiguousarray(mup, dtype=np.float64), w_arg, partial, usum, self.n_threads)
         Q = np.empty((D, K), dtype=self.dtype)
-        sum_blocks(partial, Q, self.n_threads if D * K >= 2_000_000 else 1)
+        sum_blocks(partial, Q, threads_for("vector_elements", D * K, self.n_threads))
         return Q, usum.sum(axis=0)
 
     def _csc_arrays(self):
@@ -116,77 +353,55 @@ class SparseProducts:
             self._csc = (*_common_index_dtype(Zt), Zt.data)
         return self._csc
 
-    def dot(self, P):
-        """Return Z @ P for P of shape (D, K), C-contiguous, Z's dtype."""
+    def matmat(self, P):
+        """Return Z @ P for P of shape (D, K), row-parallel over the CSR."""
         out = np.empty((self.shape[0], P.shape[1]), dtype=self.dtype)
         indptr, indices, data = self._csr
         csr_matmat(indptr, indices, data, np.ascontiguousarray(P, dtype=self.dtype), out, self.n_threads)
         return out
 
-    def tdot(self, U):
-        """Return Z.T @ U for U of shape (N, K)."""
+    def rmatmat(self, U):
+        """Return Zᵀ @ U for U of shape (N, K), row-parallel over a CSC copy of Z."""
         out = np.empty((self.shape[1], U.shape[1]), dtype=self.dtype)
         indptr, indices, data = self._csc_arrays()
         csr_matmat(indptr, indices, data, np.ascontiguousarray(U, dtype=self.dtype), out, self.n_threads)
         return out
 
-    def tdot_once(self, U):
-        """Z.T @ U for a one-off product (no CSC copy in fused mode): SciPy, serial."""
+    def rmatmat_once(self, U):
+        """Return Zᵀ @ U without making the CSC copy (SciPy, serial, float64 sums) unless it exists."""
         if self._csc is not None:
-            return self.tdot(U)
+            return self.rmatmat(U)
         # In float64 also for float32 Z: SciPy would accumulate in float32.
-        indptr, indices, data = self._csr
-        Z64 = sp.csr_matrix((data.astype(np.float64, copy=False), indices, indptr), shape=self.shape)
-        return np.ascontiguousarray((Z64.T @ np.asarray(U, dtype=np.float64)).astype(self.dtype))
+        product = _float64_csr(self._csr, self.shape).T @ np.asarray(U, dtype=np.float64)
+        return np.ascontiguousarray(product.astype(self.dtype))
 
-    def weighted_col_sq_sums(self, w):
-        """Return sum_i w_i Z_ij**2 for each column j, as float64."""
+    def column_sq_sums(self, w):
+        """Return Σ_i w_i Z_ij² for each column j, float64."""
         if self._csc is not None:
             out = np.empty(self.shape[1], dtype=np.float64)
             indptr, indices, data = self._csc
-            csr_row_weighted_sq_sums(indptr, indices, data, np.ascontiguousarray(w, dtype=np.float64), out, self.n_threads)
+            w = np.ascontiguousarray(w, dtype=np.float64)
+            csr_row_weighted_sq_sums(indptr, indices, data, w, out, self.n_threads)
             return out
         indptr, indices, data = self._csr
         Z2 = sp.csr_matrix((data.astype(np.float64) ** 2, indices, indptr), shape=self.shape)
         return Z2.T @ np.asarray(w, dtype=np.float64)
 
-    def weighted_col_sums(self, w):
-        """Return sum_i w_i Z_ij for each column j, as float64."""
-        indptr, indices, data = self._csr
-        Z64 = sp.csr_matrix((data.astype(np.float64, copy=False), indices, indptr), shape=self.shape)
-        return Z64.T @ np.asarray(w, dtype=np.float64)
+    def column_sums(self, w):
+        """Return Σ_i w_i Z_ij for each column j, float64."""
+        return _float64_csr(self._csr, self.shape).T @ np.asarray(w, dtype=np.float64)
 
     def gram_block(self, columns, w):
-        """Return the dense Gram block Σ_i w_i z_i[columns] z_i[columns]ᵀ (float64).
-
-        Parameters
-        ----------
-        columns : ndarray of int, increasing
-            The chosen columns (h of them).
-        w : ndarray (N,) float64 or None
-            Sample weights (None: unit weights).
-
-        Returns
-        -------
-        ndarray (h, h) float64, symmetric
-        """
-        D = self.shape[1]
-        h = len(columns)
-        indptr, indices, data = self._csr
-        position = np.full(D, -1, dtype=np.int32)
-        position[columns] = np.arange(h, dtype=np.int32)
-        hptr, hidx, hval = compact_columns(indptr, indices, data, position)
-        out = np.zeros((h, h), dtype=np.float64)
-        csr_gram_block(hptr, hidx, hval, np.zeros(0) if w is None else w, out, self.n_threads)
-        # Upper triangle filled: mirror it.
-        return np.triu(out) + np.triu(out, 1).T
+        """Return the dense Gram block of ``columns`` (see ``csr_gram_block_of``)."""
+        return csr_gram_block_of(self._csr, self.shape[1], columns, w, self.n_threads)
 
     def close(self):
-        """Release the work buffers."""
+        """Release the work buffers and the CSC copy."""
         self._blocks = {}
         self._csc = None
 
 
+# ------------------------------------------------------------ one-hot blocks
 def onehot_block_structure(Z):
     """Describe CSR ``Z`` as a one-hot block matrix, or return None.
 
@@ -195,10 +410,15 @@ def onehot_block_structure(Z):
     disjoint, increasing column ranges.  Costs a few passes over the index
     array (O(nnz)); done once per fit.
 
+    Parameters
+    ----------
+    Z : scipy.sparse CSR matrix, canonical format
+
     Returns
     -------
-    None, or (bins, start, value): bins (G, N) int32 local columns, start
-    (G + 1,) int64 block offsets (start[0] = 0, start[G] = D), value float.
+    None, or (bins, start, value)
+        bins (G, N) int32 local columns, start (G + 1,) int64 block offsets
+        (start[0] = 0, start[G] = D), value float.
     """
     N, D = Z.shape
     if N == 0 or Z.nnz == 0 or Z.nnz % N:
@@ -221,18 +441,18 @@ def onehot_block_structure(Z):
     return bins, start, float(value)
 
 
-class OneHotBlockProducts(SparseProducts):
+class OneHotBlockProducts(FeatureOperator):
     """Products with a one-hot block CSR matrix (see ``onehot_block_structure``).
 
     ``Z @ P`` and ``Zᵀ @ U`` by the block-major kernels of ``_onehot_fast``
     (no value array read, each block's slice of the vector cache-resident,
     no CSC copy); ``normal`` fuses centring and weights into ``Z @ P``.
-    Everything else as ``SparseProducts``.  Measured on the 522000-row,
-    50-grid binning matrix (26M nonzeros, D = 531879), idle machine,
-    2 threads: one target, Z @ p 14 ms and Zᵀ @ u 12 ms, against 120 ms for
-    the pair in SciPy; seven targets 88-105 + 54-63 ms against 408 ms.
-    Memory: the block-major copy of the bins is N·G int32, the size of Z's
-    index array (Z itself is kept: the preconditioner reads its CSR).
+    The Gram block is read from Z's CSR (``csr_gram_block_of``).  Measured
+    on the 522000-row, 50-grid binning matrix (26M nonzeros, D = 531879),
+    idle machine, 2 threads: one target, Z @ p 14 ms and Zᵀ @ u 12 ms,
+    against 120 ms for the pair in SciPy; seven targets 88-105 + 54-63 ms
+    against 408 ms.  Memory: the block-major copy of the bins is N·G int32,
+    the size of Z's index array (Z itself is kept for the Gram block).
 
     Parameters
     ----------
@@ -241,15 +461,20 @@ class OneHotBlockProducts(SparseProducts):
     n_threads : int
     """
 
+    capabilities = frozenset(Capability)
     _EMPTY = np.zeros(0)
     _NO_SUMS = np.zeros((0, 0))
 
     def __init__(self, Z, structure, n_threads):
-        super().__init__(Z, n_threads)
+        super().__init__(Z.shape, Z.dtype, threads_for("csr_entries", Z.nnz, n_threads))
+        self.Z = Z
+        self._csr = (*_common_index_dtype(Z), Z.data)
         self.bins, self.start, self.value = structure
 
-    def n_blocks(self, K):
-        return 1  # ``normal`` is available (centring and weights fused)
+    @property
+    def entries(self):
+        """Stored entries of Z (its nnz)."""
+        return self.Z.nnz
 
     def _matmat(self, P, shift, w, sums):
         P = np.ascontiguousarray(P, dtype=self.dtype)
@@ -257,124 +482,176 @@ class OneHotBlockProducts(SparseProducts):
         onehot_matmat(self.bins, self.start, self.value, P, out, shift, w, sums, self.n_threads)
         return out
 
-    def dot(self, P):
+    def matmat(self, P):
+        """Return Z @ P by the block-major kernel."""
         return self._matmat(P, self._EMPTY, self._EMPTY, self._NO_SUMS)
 
-    def _tdot(self, U, dtype):
+    def _rmatmat(self, U, dtype):
         U = np.ascontiguousarray(U, dtype=dtype)
         out = np.empty((self.shape[1], U.shape[1]), dtype=dtype)
         onehot_tmatmat(self.bins, self.start, self.value, U, out, self.n_threads)
         return out
 
-    def tdot(self, U):
-        return self._tdot(U, self.dtype)
+    def rmatmat(self, U):
+        """Return Zᵀ @ U by the block-major kernel (each column block summed by one thread, rows in order)."""
+        return self._rmatmat(U, self.dtype)
+
+    def rmatmat_once(self, U):
+        """Return Zᵀ @ U computed in float64, in Z's dtype."""
+        return self._rmatmat(U, np.float64).astype(self.dtype, copy=False)
 
     def normal(self, P, mup, w):
         """Return (Zᵀ W (Z P − 1 mupᵀ), Σ_i w_i (z_iᵀP − mup)): centring and weights fused into Z P."""
         K = P.shape[1]
         sums = np.empty((n_row_blocks(self.shape[0]), K))
         U = self._matmat(P, np.ascontiguousarray(mup, dtype=np.float64), self._EMPTY if w is None else w, sums)
-        return self.tdot(U), sums.sum(axis=0)  # block order: thread-count independent
+        return self.rmatmat(U), sums.sum(axis=0)  # block order: thread-count independent
 
-    def tdot_once(self, U):
-        return self._tdot(U, np.float64).astype(self.dtype, copy=False)
+    def column_sums(self, w):
+        """Return Σ_i w_i Z_ij for each column j, float64."""
+        return self._rmatmat(np.asarray(w, dtype=np.float64)[:, None], np.float64)[:, 0]
 
-    def weighted_col_sums(self, w):
-        return self._tdot(np.asarray(w, dtype=np.float64)[:, None], np.float64)[:, 0]
-
-    def weighted_col_sq_sums(self, w):
+    def column_sq_sums(self, w):
+        """Return Σ_i w_i Z_ij² for each column j, float64."""
         # z_ij² = c·z_ij for the one value c.
-        return self.value * self.weighted_col_sums(w)
+        return self.value * self.column_sums(w)
+
+    def gram_block(self, columns, w):
+        """Return the dense Gram block of ``columns`` (see ``csr_gram_block_of``)."""
+        return csr_gram_block_of(self._csr, self.shape[1], columns, w, self.n_threads)
 
     def close(self):
-        super().close()
+        """Release the block-major bins."""
         self.bins = None
 
 
-class DenseProducts:
-    """Z @ P and Z.T @ U for a dense array Z, by single-threaded BLAS on fixed row blocks.
+# ------------------------------------------------------------------ dense
+class RowBlockOperator(FeatureOperator):
+    """An operator over fixed blocks of rows: owns the map over blocks and the block-order reduction.
 
-    Multithreaded OpenBLAS splits a thin product such as Zᵀ(N × K) along
-    the summed dimension for some shapes, so its result depends on the
-    thread count.  Here the rows of Z are cut into blocks of a fixed size
-    (independent of the thread count); a pool of ``n_threads`` Python
-    threads runs one single-threaded BLAS call per block (NumPy releases
-    the GIL), and the partial products Z_bᵀU_b are summed in block order.
+    ``Z @ P`` is a map (each block writes its rows of the result); ``Zᵀ @ U``
+    is a map followed by one reduction, the partial products Z_bᵀU_b summed
+    in block order.  Subclasses say how to multiply one block
+    (``_block_matmat``, ``_block_rmatmat``); ``_map`` says how the blocks
+    are run — here a pool of ``n_threads`` Python threads, each calling
+    single-threaded BLAS (NumPy releases the GIL).  The block size is fixed
+    (never derived from the thread count), so results do not depend on it.
+
+    Parameters
+    ----------
+    shape : (int, int)
+    dtype : numpy dtype
+    n_threads : int
     """
 
-    _BLOCK_ROWS = 8192  # fixed: the result must not depend on n_threads
-    _CHUNK_ELEMENTS = 1 << 22  # row chunks for the column statistics
+    BLOCK_ROWS = 8192  # fixed: the result must not depend on n_threads
 
-    def __init__(self, Z, n_threads):
-        self.Z = Z
-        self.shape = Z.shape
-        self.dtype = Z.dtype
-        self.n_threads = n_threads
-        n = Z.shape[0]
-        self._blocks = [(s, min(s + self._BLOCK_ROWS, n)) for s in range(0, n, self._BLOCK_ROWS)]
+    def __init__(self, shape, dtype, n_threads):
+        super().__init__(shape, dtype, n_threads)
+        n = self.shape[0]
+        self._blocks = [(s, min(s + self.BLOCK_ROWS, n)) for s in range(0, n, self.BLOCK_ROWS)]
         self._pool = ThreadPoolExecutor(n_threads) if n_threads > 1 and len(self._blocks) > 1 else None
 
-    def _map(self, fn):
-        with limit_blas_threads(1):
-            if self._pool is None:
-                return [fn(b) for b in self._blocks]
-            return list(self._pool.map(fn, self._blocks))
+    @abstractmethod
+    def _block_matmat(self, start, stop, P, out):
+        """Write Z[start:stop] @ P into ``out``."""
 
-    def dot(self, P):
+    @abstractmethod
+    def _block_rmatmat(self, start, stop, U):
+        """Return Z[start:stop]ᵀ @ U."""
+
+    def _map(self, fn):
+        """Return [fn(start, stop) for each block], in block order."""
+        with single_threaded_blas():
+            if self._pool is None:
+                return [fn(*b) for b in self._blocks]
+            return list(self._pool.map(lambda b: fn(*b), self._blocks))
+
+    def matmat(self, P):
+        """Return Z @ P, block by block."""
         P = np.ascontiguousarray(P, dtype=self.dtype)
         out = np.empty((self.shape[0], P.shape[1]), dtype=self.dtype)
-
-        def block(se):
-            s, e = se
-            np.matmul(self.Z[s:e], P, out=out[s:e])
-
-        self._map(block)
+        self._map(lambda s, e: self._block_matmat(s, e, P, out[s:e]))
         return out
 
-    def n_blocks(self, K):
-        return 0  # no fused path for dense Z
-
-    def tdot_once(self, U):
-        return self.tdot(U)
-
-    def tdot(self, U):
+    def rmatmat(self, U):
+        """Return Zᵀ @ U: the blocks' partial products summed in block order."""
         U = np.ascontiguousarray(U, dtype=self.dtype)
-        parts = self._map(lambda se: self.Z[se[0] : se[1]].T @ U[se[0] : se[1]])
+        parts = self._map(lambda s, e: self._block_rmatmat(s, e, U[s:e]))
         out = parts[0].copy()
         for p in parts[1:]:
             out += p
         return out
 
     def close(self):
+        """Shut the thread pool down."""
         if self._pool is not None:
             self._pool.shutdown()
             self._pool = None
+
+
+class DenseProducts(RowBlockOperator):
+    """Products with a dense array Z, by single-threaded BLAS on fixed row blocks.
+
+    Multithreaded OpenBLAS splits a thin product such as Zᵀ(N × K) along
+    the summed dimension for some shapes, so its result depends on the
+    thread count; hence the blocks (``RowBlockOperator``).  No Gram block:
+    for dense Z it costs N·h² flops, as much as the Cholesky solver's Gram.
+
+    Parameters
+    ----------
+    Z : ndarray of shape (N, D), float32 or float64
+    n_threads : int
+    """
+
+    capabilities = frozenset({Capability.COLUMN_STATISTICS})
+    _CHUNK_ELEMENTS = 1 << 22  # row chunks for the column statistics
+
+    def __init__(self, Z, n_threads):
+        super().__init__(Z.shape, Z.dtype, n_threads)
+        self.Z = Z
+
+    def _block_matmat(self, start, stop, P, out):
+        np.matmul(self.Z[start:stop], P, out=out)
+
+    def _block_rmatmat(self, start, stop, U):
+        return self.Z[start:stop].T @ U
 
     def _row_chunks(self):
         step = max(1, self._CHUNK_ELEMENTS // max(1, self.shape[1]))
         for start in range(0, self.shape[0], step):
             yield start, min(start + step, self.shape[0])
 
-    def weighted_col_sq_sums(self, w):
+    def column_sq_sums(self, w):
+        """Return Σ_i w_i Z_ij² for each column j, float64 (einsum over row chunks)."""
         out = np.zeros(self.shape[1], dtype=np.float64)
         for s, e in self._row_chunks():
             block = self.Z[s:e].astype(np.float64)
             out += np.einsum("ij,ij,i->j", block, block, w[s:e])
         return out
 
-    def weighted_col_sums(self, w):
+    def column_sums(self, w):
+        """Return Σ_i w_i Z_ij for each column j, float64 (row chunks in order)."""
         out = np.zeros(self.shape[1], dtype=np.float64)
-        with limit_blas_threads(1):
+        with single_threaded_blas():
             for s, e in self._row_chunks():
                 out += w[s:e] @ self.Z[s:e].astype(np.float64)
         return out
 
 
 def make_products(Z, n_threads):
-    """Return the product object for ``Z``.
+    """Return the ``FeatureOperator`` for ``Z``.
 
-    One-hot block CSR → OneHotBlockProducts, other CSR → SparseProducts,
-    dense → DenseProducts.
+    Parameters
+    ----------
+    Z : ndarray or canonical CSR matrix of shape (N, D)
+    n_threads : int
+
+    Returns
+    -------
+    FeatureOperator
+        One-hot block CSR → OneHotBlockProducts, other CSR → SparseProducts,
+        dense → DenseProducts.
     """
     if sp.issparse(Z):
         structure = onehot_block_structure(Z)

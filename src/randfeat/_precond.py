@@ -1,4 +1,10 @@
-"""Preconditioner of the CG solver: Jacobi plus an exact block on the heaviest columns.
+"""Preconditioners of the CG solver: Jacobi plus an exact block on the heaviest columns.
+
+A ``Preconditioner`` applies M⁻¹ in two parts: a diagonal (``inv_diag``),
+which the CG solver fuses into its vector update, and a correction
+(``correct``) that overwrites M⁻¹R on the rows the diagonal leaves at zero.
+A preconditioner that is not diagonal at all (a Nyström sketch, say) sets
+``inv_diag`` to zero and does all its work in ``correct``.
 
 The CG solver (``_cg.py``) solves A w = b with A = Z_cᵀ W Z_c + αI.  Jacobi
 (dividing by diag(A)) equalises the columns, but on sparse features whose
@@ -25,14 +31,17 @@ of the sparse products (``max_block_size``).  It is the classical treatment
 of dense columns in sparse least squares, in its simplest (block-Jacobi)
 form.
 
-Only sparse Z gets the block: for dense Z the block's Gram costs N·h² flops,
-as much as the Cholesky solver's Gram would.
+Only operators with ``Capability.GRAM_BLOCK`` (sparse Z) get the block: for
+dense Z the block's Gram costs N·h² flops, as much as the Cholesky solver's
+Gram would.  Without ``Capability.COLUMN_STATISTICS`` there is no diagonal
+either and M = I.
 """
 
 import numpy as np
 import scipy.linalg
 
-from ._threads import limit_blas_threads
+from ._linops import Capability
+from ._threads import single_threaded_blas
 
 #: A column is "heavy" when Jacobi leaves its difference directions at an
 #: eigenvalue below 1 / (1 + HEAVY_RATIO), i.e. diag(A)_j > (1 + HEAVY_RATIO)·α.
@@ -75,7 +84,7 @@ class HeavyBlockPreconditioner:
         count, and the solver's results must not depend on it.
         """
         RH = R[self.columns].astype(np.float64)
-        with limit_blas_threads(1):
+        with single_threaded_blas():
             ZH = self.inverse @ RH
         Zr[self.columns] = ZH
         return np.einsum("ij,ij->j", RH, ZH)
@@ -86,7 +95,8 @@ def heavy_block_preconditioner(ops, diag, alpha, mu, w, sw):
 
     Parameters
     ----------
-    ops : product object of ``_linops`` (only sparse ones get a block)
+    ops : FeatureOperator
+        Only one with ``Capability.GRAM_BLOCK`` gets a block.
     diag : ndarray (D,) float64
         diag(A) = weighted, centred column sums of squares + α.
     alpha : float
@@ -100,13 +110,13 @@ def heavy_block_preconditioner(ops, diag, alpha, mu, w, sw):
     Returns
     -------
     HeavyBlockPreconditioner or None
-        None when Z is dense, alpha is 0 (no scale to call a column heavy
+        None when ``ops`` has no Gram block (dense Z), alpha is 0 (no scale to call a column heavy
         against), fewer than ``MIN_BLOCK`` columns are heavy, or the block
         is numerically singular.
     """
-    if not hasattr(ops, "gram_block") or alpha <= 0:
+    if not ops.has(Capability.GRAM_BLOCK) or alpha <= 0:
         return None
-    h_max = max_block_size(ops.Z.nnz)
+    h_max = max_block_size(ops.entries)
     heavy = np.flatnonzero(diag > (1.0 + HEAVY_RATIO) * alpha)
     if len(heavy) < MIN_BLOCK or h_max < MIN_BLOCK:
         return None
@@ -119,7 +129,7 @@ def heavy_block_preconditioner(ops, diag, alpha, mu, w, sw):
         mh = mu[columns]
         A -= sw * np.outer(mh, mh)
     A[np.diag_indices_from(A)] += alpha
-    with limit_blas_threads(1):
+    with single_threaded_blas():
         try:
             L, _ = scipy.linalg.cho_factor(A, lower=True, overwrite_a=True, check_finite=False)
         except np.linalg.LinAlgError:
@@ -131,3 +141,71 @@ def heavy_block_preconditioner(ops, diag, alpha, mu, w, sw):
     # potri fills the lower triangle; mirror it (CG needs M exactly symmetric).
     inverse = np.tril(inverse) + np.tril(inverse, -1).T
     return HeavyBlockPreconditioner(columns, inverse)
+
+
+class Preconditioner:
+    """M⁻¹ for block CG: a diagonal part plus an optional correction on some rows.
+
+    Parameters
+    ----------
+    inv_diag : ndarray of shape (D,), float64
+        Diagonal part, applied by the CG solver inside its fused vector
+        update (Zr = R·inv_diag); zero on the rows ``correction`` owns.
+    correction : object with ``apply(R, Zr)``, or None
+        Sets Zr on its rows and returns their Σ R∘Zr per column (float64),
+        e.g. a ``HeavyBlockPreconditioner``.
+    description : str
+        What M is, for progress messages.
+    """
+
+    def __init__(self, inv_diag, correction=None, description="Jacobi"):
+        self.inv_diag = inv_diag
+        self.correction = correction
+        self.description = description
+
+    def correct(self, R, Zr):
+        """Complete Zr = M⁻¹R on the correction's rows; return their Σ R∘Zr per column (or 0.0).
+
+        Parameters
+        ----------
+        R : ndarray of shape (D, K)
+            Residuals.
+        Zr : ndarray of shape (D, K)
+            Preconditioned residuals, already set on the diagonal's rows.
+
+        Returns
+        -------
+        ndarray of shape (K,) float64, or 0.0 without a correction
+        """
+        if self.correction is None:
+            return 0.0
+        return self.correction.apply(R, Zr)
+
+
+def jacobi_block_preconditioner(normal, alpha):
+    """Return Jacobi with the exact heavy-column block for ``normal`` + αI (M = I without a diagonal).
+
+    Parameters
+    ----------
+    normal : NormalOperator
+    alpha : float
+
+    Returns
+    -------
+    Preconditioner
+    """
+    diag = normal.diagonal()
+    if diag is None:
+        return Preconditioner(np.ones(normal.shape[1]), description="none (the operator has no column statistics)")
+    diag = np.maximum(diag, 0.0) + alpha
+    # A zero diagonal entry (an all-zero column with alpha == 0) would make
+    # the preconditioner singular; the column has no effect, leave it at 1.
+    diag[diag <= 0] = 1.0
+    inv_diag = 1.0 / diag
+    block = heavy_block_preconditioner(normal.ops, diag, alpha, normal.mean, normal.weights, normal.weight_sum)
+    if block is None:
+        return Preconditioner(inv_diag)
+    # The block's rows get their Zr from block.apply; zero here so the
+    # fused update's Σ R∘Zr leaves them out (block.apply returns theirs).
+    inv_diag[block.columns] = 0.0
+    return Preconditioner(inv_diag, block, f"Jacobi + exact block on the {len(block.columns)} heaviest columns")

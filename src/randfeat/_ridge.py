@@ -5,13 +5,15 @@ feature matrix Z that is either X itself (dense or CSR) or the output of a
 randfeat feature map given as ``features=`` (then Z is produced chunk by
 chunk and never held whole when it is dense).  Solvers:
 
-* ``"cholesky"`` — Gram matrix accumulated chunk by chunk with BLAS syrk,
-  then a Cholesky solve (``_cholesky.py``).  Keeps the factor, which gives
-  ``Ridge.predict(X, return_std=True)``.
+* ``"cholesky"`` — the sufficient statistics (centred Gram matrix and
+  cross-products) accumulated chunk by chunk with BLAS syrk (``_stats.py``),
+  then a Cholesky solve (``_cholesky.py``).  The solution keeps the factor,
+  which gives ``Ridge.predict(X, return_std=True)``.
 * ``"cg"`` — preconditioned block conjugate gradient that only multiplies
-  by Z and Zᵀ (``_cg.py``, products in ``_linops.py``); sparse Z stays
-  sparse, centring is implicit.  Preconditioner: Jacobi, with the block of
-  the heaviest columns of a sparse Z inverted exactly (``_precond.py``).
+  by Z and Zᵀ (``_cg.py``; the normal operator in ``_normal.py``, products
+  in ``_linops.py``); sparse Z stays sparse, centring is implicit.
+  Preconditioner: Jacobi, with the block of the heaviest columns of a
+  sparse Z inverted exactly (``_precond.py``).
 * ``"auto"`` — Cholesky for dense Z of width D <= ``CHOLESKY_MAX_FEATURES``
   (10000), CG otherwise and for every sparse Z.  Why 10000: the Gram matrix
   takes 8·D² bytes (800 MB at D = 10000) and its factorisation D³/3 flops
@@ -22,9 +24,9 @@ chunk and never held whole when it is dense).  Solvers:
 import sys
 import time
 from numbers import Integral, Real
+from typing import NamedTuple
 
 import numpy as np
-import scipy.linalg
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, clone
 from sklearn.preprocessing import LabelBinarizer
@@ -34,9 +36,10 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from ._base import RandomFeatureMap, ValidatedParamsMixin, fit_context
 from ._cg import cg_ridge
-from ._cholesky import GramAccumulator, cholesky_ridge
+from ._cholesky import RidgeSolution
 from ._linops import make_products
-from ._threads import effective_n_threads, limit_blas_threads
+from ._stats import StatisticsAccumulator
+from ._threads import effective_n_threads
 from ._validation import N_JOBS, Interval, check_sample_weight, validate_X, validate_X_y
 
 #: Widest dense Z for which ``solver="auto"`` picks Cholesky (see module doc).
@@ -53,6 +56,18 @@ _SOLVERS = ("auto", "cg", "cholesky")
 
 def _default_chunk_rows(n_features, itemsize):
     return max(64, DEFAULT_CHUNK_BYTES // max(1, n_features * itemsize))
+
+
+class _Fit(NamedTuple):
+    """What a solver produced, before it becomes the estimator's fitted attributes."""
+
+    solver: str
+    coef: np.ndarray  # (K, D), the features' dtype
+    intercept: np.ndarray  # (K,)
+    n_iter: np.ndarray
+    residual: np.ndarray | None
+    solution: RidgeSolution | None  # the Cholesky solution (factor, noise), None for CG
+    features: RandomFeatureMap | None  # the fitted clone of ``features``
 
 
 class _BaseRidge(ValidatedParamsMixin, BaseEstimator):
@@ -111,88 +126,101 @@ class _BaseRidge(ValidatedParamsMixin, BaseEstimator):
 
     # --------------------------------------------------------------- fitting
     def _fit_targets(self, X, Y, sample_weight):
-        """Fit on validated X (N × d) and float64 targets Y (N × K)."""
+        """Fit on validated X (N × d) and float64 targets Y (N × K); return a ``_Fit`` (sets nothing on self)."""
         t0 = time.perf_counter()
         n_threads = effective_n_threads(self.n_jobs)
-        N, K = Y.shape
-        log = self._log if self.verbose else None
-        self.noise_variance_ = None
-        self._factor = None
-
-        if self.features is not None:
-            self.features_ = clone(self.features)
-            if getattr(self.features_, "_sparse_output", False):
-                # Sparse features (binning) are cheap to hold: materialise
-                # the CSR once and solve on it.
-                Z = self.features_.fit_transform(X)
-                Z = sp.csr_matrix(Z) if not sp.issparse(Z) else Z.tocsr()
-                self._log(f"materialised {Z.shape[0]}x{Z.shape[1]} sparse features, nnz={Z.nnz}, "
-                          f"elapsed {time.perf_counter() - t0:.1f} s")
-                streaming = False
-            else:
-                self.features_.fit(X)
-                Z = None
-                streaming = True
-            D = int(self.features_.n_features_out_)
-        else:
-            Z = X
-            D = X.shape[1]
-            streaming = False
+        features = None if self.features is None else clone(self.features)
+        Z, D = self._feature_matrix(features, X, t0)
 
         solver = self.solver
         if solver == "auto":
-            dense = streaming or not sp.issparse(Z)
+            dense = Z is None or not sp.issparse(Z)
             solver = "cholesky" if dense and D <= CHOLESKY_MAX_FEATURES else "cg"
-        self.solver_ = solver
-
-        if streaming and solver == "cg":
-            # CG needs Z at every iteration: materialise it (N × D memory).
-            Z = self.features_.transform(X)
-            streaming = False
-
         if solver == "cholesky":
-            sol = self._fit_cholesky(X, Z, Y, sample_weight, D, streaming, n_threads, t0)
-            coef, intercept = sol.coef, sol.intercept
-            self._factor = sol
-            # A direct solve counts as one iteration (sklearn's convention
-            # that an estimator with max_iter reports n_iter_ >= 1).
-            self.n_iter_ = np.ones(K, dtype=np.intp)
-            self.relative_residual_ = None
-            dtype = sol.dtype
+            fit = self._fit_cholesky(features, X, Z, Y, sample_weight, D, n_threads, t0)
         else:
-            ops = make_products(Z, n_threads)
-            try:
-                coef, intercept, n_iter, residual = cg_ridge(
-                    ops,
-                    Y,
-                    sample_weight,
-                    float(self.alpha),
-                    fit_intercept=self.fit_intercept,
-                    tol=float(self.tol),
-                    max_iter=self.max_iter,
-                    log=log,
-                )
-            finally:
-                ops.close()
-            self.n_iter_ = n_iter
-            self.relative_residual_ = residual
-            dtype = Z.dtype
+            if Z is None:
+                # CG needs Z at every iteration: materialise it (N × D memory).
+                Z = features.transform(X)
+            fit = self._fit_cg(features, Z, Y, sample_weight, n_threads)
         self._log(f"fit done ({solver}), elapsed {time.perf_counter() - t0:.1f} s")
-        return coef.astype(dtype, copy=False), intercept.astype(dtype)
+        return fit
+
+    def _store_fit(self, fit, y_shape):
+        """Set the fitted attributes from a ``_Fit``.
+
+        ``y_shape`` is how the targets were given: ``"1d"`` (one target as
+        y of shape (n,)), ``"column"`` (one target as (n, 1)) or ``"2d"``.
+        The attributes' shapes follow scikit-learn's Ridge (>= 1.6) for each.
+        """
+        self.solver_ = fit.solver
+        self.n_iter_ = fit.n_iter
+        self.relative_residual_ = fit.residual
+        self._solution = fit.solution
+        if fit.features is not None:
+            self.features_ = fit.features
+        elif hasattr(self, "features_"):
+            del self.features_  # a refit without features= must not keep the old map
+        one = y_shape != "2d"
+        self.coef_ = fit.coef[0] if one else fit.coef
+        if y_shape == "1d" or (y_shape == "column" and not self.fit_intercept):
+            self.intercept_ = fit.intercept[0]
+        else:
+            self.intercept_ = fit.intercept
+        if fit.solution is None:
+            self.noise_variance_ = None
+        elif y_shape == "1d":
+            self.noise_variance_ = float(fit.solution.noise_variance[0])
+        else:
+            self.noise_variance_ = fit.solution.noise_variance.copy()
+
+    def _feature_matrix(self, features, X, t0):
+        """Fit the clone ``features`` (if any); return (Z, or None when Z is to be streamed, and D)."""
+        if features is None:
+            return X, X.shape[1]
+        if getattr(features, "_sparse_output", False):
+            # Sparse features (binning) are cheap to hold: materialise the
+            # CSR once and solve on it.
+            Z = features.fit_transform(X)
+            Z = sp.csr_matrix(Z) if not sp.issparse(Z) else Z.tocsr()
+            self._log(f"materialised {Z.shape[0]}x{Z.shape[1]} sparse features, nnz={Z.nnz}, "
+                      f"elapsed {time.perf_counter() - t0:.1f} s")
+        else:
+            features.fit(X)
+            Z = None
+        return Z, int(features.n_features_out_)
+
+    def _fit_cg(self, features, Z, Y, sample_weight, n_threads):
+        ops = make_products(Z, n_threads)
+        try:
+            coef, intercept, n_iter, residual = cg_ridge(
+                ops,
+                Y,
+                sample_weight,
+                float(self.alpha),
+                fit_intercept=self.fit_intercept,
+                tol=float(self.tol),
+                max_iter=self.max_iter,
+                log=self._log if self.verbose else None,
+            )
+        finally:
+            ops.close()
+        return _Fit("cg", coef.astype(Z.dtype, copy=False), intercept.astype(Z.dtype), n_iter, residual, None, features)
 
     def _chunks(self, n_rows, n_features, itemsize):
         step = self.chunk_size or _default_chunk_rows(n_features, itemsize)
         for start in range(0, n_rows, step):
             yield start, min(start + step, n_rows)
 
-    def _fit_cholesky(self, X, Z, Y, sample_weight, D, streaming, n_threads, t0):
+    def _fit_cholesky(self, features, X, Z, Y, sample_weight, D, n_threads, t0):
+        """Accumulate the sufficient statistics chunk by chunk (Z None: transform X), factor, solve."""
         N, K = Y.shape
         acc = None
         itemsize = 4 if X.dtype == np.float32 else 8
         chunks = list(self._chunks(N, D, itemsize))
         for i, (s, e) in enumerate(chunks):
-            if streaming:
-                Zb = self.features_.transform(X[s:e])
+            if Z is None:
+                Zb = features.transform(X[s:e])
                 owned = True
             else:
                 Zb = Z[s:e]
@@ -201,14 +229,17 @@ class _BaseRidge(ValidatedParamsMixin, BaseEstimator):
                 Zb = Zb.toarray()
                 owned = True
             if acc is None:
-                acc = GramAccumulator(D, K, Zb.dtype, self.fit_intercept, n_threads)
+                acc = StatisticsAccumulator(D, K, Zb.dtype, self.fit_intercept, n_threads)
             acc.add(Zb, Y[s:e], None if sample_weight is None else sample_weight[s:e], owned=owned)
             del Zb
             if self.verbose and (i + 1 == len(chunks) or (i + 1) % max(1, len(chunks) // 20) == 0):
                 self._log(f"Gram: {i + 1}/{len(chunks)} chunks ({e} rows), elapsed {time.perf_counter() - t0:.1f} s")
-        sol = cholesky_ridge(acc, float(self.alpha), N)
-        sol.dtype = acc.dtype
-        return sol
+        # The statistics are not kept: factor in their Gram's memory.
+        sol = acc.statistics().solve(float(self.alpha), overwrite=True)
+        # A direct solve counts as one iteration (sklearn's convention that
+        # an estimator with max_iter reports n_iter_ >= 1).
+        return _Fit("cholesky", sol.coef.astype(sol.dtype), sol.intercept.astype(sol.dtype),
+                    np.ones(K, dtype=np.intp), None, sol, features)
 
     # ------------------------------------------------------------ prediction
     def _features_chunks(self, X):
@@ -295,11 +326,7 @@ class Ridge(RegressorMixin, _BaseRidge):
     ----------
     coef_ : ndarray of shape (n_features_out,) or (n_targets, n_features_out)
         Weights on the features (on X's columns when ``features`` is None).
-        1-D for a single target, whether y has shape (n_samples,) or
-        (n_samples, 1), as in scikit-learn >= 1.6.
     intercept_ : float or ndarray of shape (n_targets,)
-        A float for y of shape (n_samples,); an array of shape (1,) for y of
-        shape (n_samples, 1) when ``fit_intercept`` (scikit-learn's shapes).
     n_iter_ : ndarray of shape (n_targets,)
         CG iterations per target; 1 for Cholesky (one direct solve).
     relative_residual_ : ndarray of shape (n_targets,) or None
@@ -356,26 +383,9 @@ class Ridge(RegressorMixin, _BaseRidge):
         """
         X, y, sample_weight = _validate_Xy(self, X, y, sample_weight)
         Y = np.asarray(y, dtype=np.float64)
-        single = Y.ndim == 1
+        y_shape = "1d" if Y.ndim == 1 else ("column" if Y.shape[1] == 1 else "2d")
         Y = Y.reshape(Y.shape[0], -1)
-        coef, intercept = self._fit_targets(X, Y, sample_weight)
-        if single:
-            self.coef_ = coef[0]
-            self.intercept_ = intercept[0]
-            if self._factor is not None:
-                self.noise_variance_ = float(self._factor.noise_variance[0])
-        elif Y.shape[1] == 1:
-            # One target given as a column: coef_ is 1-D and intercept_ keeps
-            # its target axis, as in scikit-learn >= 1.6.
-            self.coef_ = coef[0]
-            self.intercept_ = intercept if self.fit_intercept else intercept[0]
-            if self._factor is not None:
-                self.noise_variance_ = self._factor.noise_variance.copy()
-        else:
-            self.coef_ = coef
-            self.intercept_ = intercept
-            if self._factor is not None:
-                self.noise_variance_ = self._factor.noise_variance.copy()
+        self._store_fit(self._fit_targets(X, Y, sample_weight), y_shape)
         return self
 
     def predict(self, X, return_std=False):
@@ -404,7 +414,7 @@ class Ridge(RegressorMixin, _BaseRidge):
         """
         if return_std:
             check_is_fitted(self, "coef_")
-            if self._factor is None:
+            if self._solution is None:
                 raise ValueError(
                     f"return_std=True needs the Cholesky factor, but this model was fitted with "
                     f"solver_={self.solver_!r}. Fit with solver='cholesky' (dense features) to get "
@@ -418,22 +428,9 @@ class Ridge(RegressorMixin, _BaseRidge):
         return out, self._predictive_std(X, out.shape)
 
     def _predictive_std(self, X, shape):
-        sol = self._factor
-        c, lower = sol.factor
-        sigma2 = np.asarray(sol.noise_variance, dtype=np.float64)
-        q = np.empty(X.shape[0])
+        var = np.empty((X.shape[0], shape[1] if len(shape) == 2 else 1))
         for s, e, Zb in self._features_chunks(X):
-            Zb = Zb.toarray() if sp.issparse(Zb) else np.asarray(Zb)
-            V = Zb.astype(np.float64)
-            if sol.mu is not None:
-                V = V - sol.mu
-            # (z−μ)ᵀ A⁻¹ (z−μ) = ‖L⁻¹(z−μ)‖²
-            with limit_blas_threads(1):  # deterministic, see _cholesky.py
-                L_inv_v = scipy.linalg.solve_triangular(c, V.T, lower=lower, trans="N" if lower else "T", check_finite=False)
-            q[s:e] = np.einsum("ij,ij->j", L_inv_v, L_inv_v)
-        if sol.mu is not None:
-            q += 1.0 / sol.sw
-        var = q[:, None] * sigma2[None, :]
+            var[s:e] = self._solution.predictive_variance(Zb)
         std = np.sqrt(np.maximum(var, 0.0)).astype(self.coef_.dtype)
         return std[:, 0] if len(shape) == 1 else std.reshape(shape)
 
@@ -494,18 +491,17 @@ class RidgeClassifier(ClassifierMixin, _BaseRidge):
         """
         X, y, sample_weight = _validate_Xy(self, X, y, sample_weight)
         check_classification_targets(y)
-        self._label_binarizer = LabelBinarizer(pos_label=1, neg_label=-1)
-        Y = self._label_binarizer.fit_transform(y)
-        self.classes_ = self._label_binarizer.classes_
-        if len(self.classes_) < 2:
+        binarizer = LabelBinarizer(pos_label=1, neg_label=-1)
+        Y = np.asarray(binarizer.fit_transform(y), dtype=np.float64)
+        if len(binarizer.classes_) < 2:
             raise ValueError(
                 f"RidgeClassifier needs samples of at least 2 classes in the data, "
-                f"but the data contains only one class: {self.classes_[0]!r}"
+                f"but the data contains only one class: {binarizer.classes_[0]!r}"
             )
-        Y = np.asarray(Y, dtype=np.float64)
-        coef, intercept = self._fit_targets(X, Y, sample_weight)
-        self.coef_ = coef
-        self.intercept_ = intercept
+        fit = self._fit_targets(X, Y, sample_weight)
+        self._label_binarizer = binarizer
+        self.classes_ = binarizer.classes_
+        self._store_fit(fit, "2d")
         return self
 
     def decision_function(self, X):

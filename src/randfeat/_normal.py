@@ -1,0 +1,151 @@
+"""The ridge normal operator A = Z_cᵀ W Z_c (+ αI), applied through a ``FeatureOperator`` without forming Z_c.
+
+Z_c = Z − 1μᵀ is Z centred by its weighted column means μ (only when
+fitting an intercept) and W = diag(sample weights).  Z_c is never formed:
+Z_c p = Zp − 1(μᵀp) and Z_cᵀu = Zᵀu − μ(1ᵀu), so a sparse Z stays sparse.
+
+A ``NormalOperator`` depends on Z, the weights and the intercept choice
+only, so one instance serves every target and every alpha (the shift αI is
+applied at ``apply`` time): anything built from it once (a preconditioner's
+sketch, say) is reused across alphas and targets.
+"""
+
+import numpy as np
+
+from ._cg_fast import finish_apply, n_blocks
+from ._linops import Capability
+from ._threads import threads_for
+
+
+class NormalOperator:
+    """A = Z_cᵀ W Z_c for a feature operator, with the centring and weights it needs.
+
+    Parameters
+    ----------
+    ops : FeatureOperator
+        Products with Z (N × D).
+    sample_weight : ndarray of shape (N,) float64, or None for unit weights
+    fit_intercept : bool
+        Centre Z (and the targets) by their weighted means.
+
+    Attributes
+    ----------
+    ops : FeatureOperator
+    weights : ndarray of shape (N,) or None
+    weight_sum : float
+        Σ w (N for unit weights).
+    mean : ndarray of shape (D,) float64, or None
+        Weighted column means μ of Z; None without intercept.
+    """
+
+    def __init__(self, ops, sample_weight, fit_intercept):
+        self.ops = ops
+        self.shape = ops.shape
+        self.dtype = ops.dtype
+        N = ops.shape[0]
+        self.weights = sample_weight
+        self.weight_sum = float(N) if sample_weight is None else float(sample_weight.sum())
+        self._w_or_ones = np.ones(N) if sample_weight is None else sample_weight
+        # einsum / dedicated column sums, not BLAS: threaded BLAS reductions
+        # depend on the thread count.
+        self.mean = ops.column_sums(self._w_or_ones) / self.weight_sum if fit_intercept else None
+        self._partial_pq = {}
+
+    def target_means(self, Y):
+        """Return the weighted means ȳ of the columns of Y (zeros without intercept).
+
+        Parameters
+        ----------
+        Y : ndarray of shape (N, K), float64
+
+        Returns
+        -------
+        ndarray of shape (K,), float64
+        """
+        if self.mean is None:
+            return np.zeros(Y.shape[1])
+        return np.einsum("i,ik->k", self._w_or_ones, Y) / self.weight_sum
+
+    def rhs(self, Y):
+        """Return (B, ȳ): B = Z_cᵀ W (Y − ȳ) in Z's dtype (float64 sums), ȳ the target means.
+
+        Parameters
+        ----------
+        Y : ndarray of shape (N, K), float64
+
+        Returns
+        -------
+        B : ndarray of shape (D, K), Z's dtype
+        ybar : ndarray of shape (K,), float64
+        """
+        ybar = self.target_means(Y)
+        Yc = Y - ybar if self.mean is not None else Y
+        U = Yc if self.weights is None else Yc * self.weights[:, None]
+        U = np.ascontiguousarray(U, dtype=self.dtype)
+        B = self.ops.rmatmat_once(U)
+        if self.mean is not None:
+            B -= np.outer(self.mean, U.sum(axis=0, dtype=np.float64)).astype(self.dtype)
+        return B, ybar
+
+    def diagonal(self):
+        """Return diag(Z_cᵀ W Z_c) as float64, or None when the operator has no column statistics.
+
+        Returns
+        -------
+        ndarray of shape (D,) or None
+        """
+        if not self.ops.has(Capability.COLUMN_STATISTICS):
+            return None
+        diag = self.ops.column_sq_sums(self._w_or_ones)
+        if self.mean is not None:
+            diag -= self.weight_sum * self.mean**2
+        return diag
+
+    def vector_threads(self, n_targets):
+        """Threads for a pass over a D × ``n_targets`` block (CG's vector updates)."""
+        return threads_for("vector_elements", self.shape[1] * n_targets, self.ops.n_threads)
+
+    def apply(self, P, alpha):
+        """Return ((A + αI) P, pᵀ(A + αI)p per column).
+
+        Parameters
+        ----------
+        P : ndarray of shape (D, K), Z's dtype, C-contiguous
+        alpha : float
+
+        Returns
+        -------
+        Q : ndarray of shape (D, K), Z's dtype
+        pq : ndarray of shape (K,), float64
+            Summed over fixed row blocks in block order (thread-count independent).
+        """
+        D, K = P.shape
+        if K not in self._partial_pq:
+            self._partial_pq[K] = np.zeros((n_blocks(D), K))
+        part_pq = self._partial_pq[K]
+        if self.mean is not None:
+            mup = np.einsum("j,jk->k", self.mean, P)
+            Q, s = self.ops.normal(P, mup, self.weights)
+            mu_arg = self.mean
+        else:
+            Q, _ = self.ops.normal(P, np.zeros(K), self.weights)
+            s, mu_arg = np.zeros(K), np.zeros(0)
+        # Q ← Q − μ sᵀ + αP and the partial pᵀq, in one pass.
+        finish_apply(Q, P, mu_arg, s, float(alpha), part_pq, self.vector_threads(K))
+        return Q, part_pq.sum(axis=0)
+
+    def intercept(self, coef, ybar):
+        """Return the intercepts ȳ − μᵀw for coefficients ``coef`` (D × K), float64.
+
+        Parameters
+        ----------
+        coef : ndarray of shape (D, K)
+        ybar : ndarray of shape (K,)
+
+        Returns
+        -------
+        ndarray of shape (K,), float64
+        """
+        K = coef.shape[1]
+        intercept = ybar - (np.einsum("j,jk->k", self.mean, coef.astype(np.float64)) if self.mean is not None else 0.0)
+        return np.asarray(intercept, dtype=np.float64).reshape(K)
