@@ -9,14 +9,8 @@ from sklearn.preprocessing import OneHotEncoder
 import randfeat._precond as precond_mod
 from randfeat import RandomBinningFeatures, Ridge, RidgeClassifier
 from randfeat._linops import OneHotBlockProducts, SparseProducts, make_products, onehot_block_structure
-from randfeat._onehot_fast import (
-    compact_columns,
-    csr_gram_block,
-    n_row_blocks,
-    onehot_matmat,
-    onehot_tmatmat,
-    vector_isa,
-)
+from randfeat._onehot_fast import n_row_blocks, onehot_matmat, onehot_tmatmat, vector_isa
+from randfeat._sparse_fast import compact_columns, csr_gram_block
 from randfeat._precond import heavy_block_preconditioner, max_block_size
 from _subprocess_env import run_on_vector_path
 

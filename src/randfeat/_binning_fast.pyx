@@ -17,27 +17,26 @@ from libc.string cimport memcpy
 
 import numpy as np
 
+from ._cycommon cimport index_t
+
 cdef extern from "randfeat_binning.h" nogil:
     ctypedef struct rf_hstore:
         uint64_t *h64
         uint32_t *lo
         uint32_t *hi
-    int rf_binning_isa
-    void rf_binning_init_dispatch()
+    int rf_binning_init()
     const char *rf_isa_name(int isa)
     # a function pointer in C, called like a function
-    void rf_binning_hash_row(const double *x, int64_t d, int64_t Ppad, const double *U,
-                             const double *INV, uint64_t *h)
+    void rf_hash_row(const double *x, int64_t d, int64_t Ppad, const double *U,
+                     const double *INV, uint64_t *h)
     void rf_hstore_put(const rf_hstore *s, int64_t k, uint64_t h)
-    uint64_t rf_hstore_get(const rf_hstore *s, int64_t k)
-    int64_t rf_vocab_find(uint64_t h, const uint64_t *keys, const uint32_t *dir, int bits)
     void rf_lookup_row(const uint64_t *h, int64_t P, const uint64_t *keys, const int64_t *koff,
                        const uint32_t *dir, const int64_t *doff, const int *bits, int64_t *cols)
     int rf_grid_vocab_group(const rf_hstore *s, int64_t n, int64_t P, int64_t p0, int G,
                             int64_t budget, uint64_t **keys_out, int64_t *nkeys_out,
                             uint32_t **dir_out, int *bits_out, void *ind, int ind64)
 
-rf_binning_init_dispatch()
+cdef int _ISA = rf_binning_init()
 
 # Rows per work unit; fixed so the work split never depends on the thread count.
 cdef enum:
@@ -47,16 +46,12 @@ cdef enum:
     GRID_GROUP = 8
     GROUP_BUDGET = 16 * 1024 * 1024
 
-ctypedef fused index_t:
-    int32_t
-    int64_t
-
 LANES = 8  # grids are padded to a multiple of this (see the header)
 
 
 def vector_isa():
     """Return the vector code path the hashing kernel uses ('baseline', 'avx2' or 'avx512')."""
-    return rf_isa_name(rf_binning_isa).decode()
+    return rf_isa_name(_ISA).decode()
 
 
 cdef inline void _load_row(bint is_csr, const floating[:, :] X, const floating[::1] Xd,
@@ -107,7 +102,7 @@ def hash_rows(bint is_csr, const floating[:, :] X, const floating[::1] Xd,
         for c in prange(nchunks, schedule='dynamic'):
             for i in range(c * ROW_CHUNK, min((c + 1) * ROW_CHUNK, n)):
                 _load_row(is_csr, X, Xd, Xi, Xp, i, d, buf)
-                rf_binning_hash_row(buf, d, Ppad, &U[0, 0], &INV[0, 0], hb)
+                rf_hash_row(buf, d, Ppad, &U[0, 0], &INV[0, 0], hb)
                 for p in range(P):
                     rf_hstore_put(&s, i * P + p, hb[p])
 
@@ -250,7 +245,7 @@ def transform_rows(bint is_csr, const floating[:, :] X, const floating[::1] Xd,
         for c in prange(nchunks, schedule='dynamic'):
             for i in range(c * ROW_CHUNK, min((c + 1) * ROW_CHUNK, n)):
                 _load_row(is_csr, X, Xd, Xi, Xp, i, d, buf)
-                rf_binning_hash_row(buf, d, Ppad, &U[0, 0], &INV[0, 0], hb)
+                rf_hash_row(buf, d, Ppad, &U[0, 0], &INV[0, 0], hb)
                 rf_lookup_row(hb, P, &keys[0], &koff[0], &directory[0], &doff[0], &bits[0], cb)
                 cnt = 0
                 for p in range(P):
@@ -296,7 +291,7 @@ def hash_rows_for_test(const double[:, ::1] X, const double[:, ::1] U,
     cdef uint64_t[:, ::1] o = out
     cdef uint64_t[::1] hb = np.empty(max(Ppad, 1), dtype=np.uint64)
     for i in range(n):
-        rf_binning_hash_row(&X[i, 0], d, Ppad, &U[0, 0], &INV[0, 0], &hb[0])
+        rf_hash_row(&X[i, 0], d, Ppad, &U[0, 0], &INV[0, 0], &hb[0])
         for p in range(P):
             o[i, p] = hb[p]
     return out

@@ -18,10 +18,6 @@ memory traffic of a CSR product.  Both are bit-identical for any thread
 count: every output entry is summed by one thread in a fixed order
 (blocks in order for ``Z @ B``, rows in order for ``Zᵀ @ U``), in double
 precision also for float32 input.
-
-``csr_gram_block`` serves the solver's preconditioner (``_precond.py``): the
-dense Gram block Σ_i w_i z_ia z_ib over a chosen set of columns of any CSR
-matrix, each output row owned by one thread (again thread-count independent).
 """
 
 cimport cython
@@ -32,29 +28,24 @@ from libc.stdlib cimport free, malloc
 from libc.string cimport memset
 
 cdef extern from "randfeat_onehot.h" nogil:
-    void rf_onehot_init()
-    const char *rf_onehot_isa_name()
+    int rf_onehot_init()
+    const char *rf_isa_name(int isa)
     void rf_gather_add_f64(const int32_t *col, int64_t n, const double *src, int64_t K, double *acc)
     void rf_gather_add_f32(const int32_t *col, int64_t n, const float *src, int64_t K, double *acc)
     void rf_scatter_add_f64(const int32_t *col, int64_t n, const double *u, int64_t K, double *acc)
     void rf_scatter_add_f32(const int32_t *col, int64_t n, const float *u, int64_t K, double *acc)
 
-rf_onehot_init()
+cdef int _ISA = rf_onehot_init()
 
 
 def vector_isa():
     """The vector code path chosen at import: 'baseline', 'avx2' or 'avx512'."""
-    return rf_onehot_isa_name().decode()
+    return rf_isa_name(_ISA).decode()
 
 
 # Rows per block of ``onehot_matmat``: the block's K-column accumulator
 # (ROW_BLOCK × K doubles) stays in L1/L2 while every column block adds to it.
 cdef Py_ssize_t ROW_BLOCK = 2048
-
-ctypedef fused index_t:
-    int32_t
-    int64_t
-
 
 def onehot_matmat(
     const int32_t[:, ::1] bins,
@@ -213,95 +204,3 @@ def onehot_tmatmat(
             free(acc)
     if failed[0]:
         raise MemoryError("onehot_tmatmat: cannot allocate a column-block buffer")
-
-
-def compact_columns(
-    const index_t[::1] indptr,
-    const index_t[::1] indices,
-    const cython.floating[::1] data,
-    const int32_t[::1] position,
-):
-    """Keep only the entries of chosen columns of a CSR matrix, renumbered.
-
-    ``position[j]`` is the new number of column j, or −1 to drop it.
-    Returns ``(hptr int64, hidx int32, hval)``: the compact CSR (same rows).
-    Two serial passes (count, fill); O(nnz).
-    """
-    cdef Py_ssize_t N = indptr.shape[0] - 1, i
-    cdef index_t p
-    cdef int64_t m = 0
-    cdef int32_t a
-    hptr_arr = np.empty(N + 1, dtype=np.int64)
-    cdef int64_t[::1] hptr = hptr_arr
-    with nogil:
-        hptr[0] = 0
-        for i in range(N):
-            for p in range(indptr[i], indptr[i + 1]):
-                if position[indices[p]] >= 0:
-                    m += 1
-            hptr[i + 1] = m
-    hidx_arr = np.empty(m, dtype=np.int32)
-    hval_arr = np.empty(m, dtype=np.float32 if cython.floating is float else np.float64)
-    cdef int32_t[::1] hidx = hidx_arr
-    cdef cython.floating[::1] hval = hval_arr
-    m = 0
-    with nogil:
-        for i in range(N):
-            for p in range(indptr[i], indptr[i + 1]):
-                a = position[indices[p]]
-                if a >= 0:
-                    hidx[m] = a
-                    hval[m] = data[p]
-                    m += 1
-    return hptr_arr, hidx_arr, hval_arr
-
-
-def csr_gram_block(
-    const int64_t[::1] indptr,
-    const int32_t[::1] hidx,
-    const cython.floating[::1] hval,
-    const double[::1] w,
-    double[:, ::1] out,
-    int n_threads,
-):
-    """Upper triangle of the Gram block Σ_i w_i h_i h_iᵀ of a compact CSR.
-
-    The compact CSR (``indptr``, ``hidx``, ``hval``) holds, for every row of
-    Z, only its entries in the chosen columns, renumbered 0..h−1 in
-    increasing column order (so ``hidx`` is increasing within a row).
-    ``out[a, b]`` for a <= b receives Σ_i w_i Z_ia Z_ib; the lower triangle
-    is left at zero.  Output row a is owned by thread a mod T, which walks
-    all rows in order: each entry is summed by one thread in row order,
-    so the result does not depend on the thread count.
-
-    Parameters
-    ----------
-    indptr : (N + 1,) int64
-    hidx : (nnz_h,) int32, column positions 0..h−1, increasing within a row
-    hval : (nnz_h,) float32 or float64
-    w : (N,) double sample weights, or length 0 for unit weights
-    out : (h, h) double, zeroed by the caller
-    n_threads : int
-    """
-    cdef Py_ssize_t N = indptr.shape[0] - 1, h = out.shape[0]
-    cdef Py_ssize_t t, i, p, q, a, T
-    cdef int64_t p0, p1
-    cdef double wv
-    cdef bint weighted = w.shape[0] > 0
-    if out.shape[1] != h:
-        raise ValueError("out must be square")
-    if weighted and w.shape[0] != N:
-        raise ValueError("w has the wrong length")
-    T = max(1, n_threads)
-    with nogil:
-        for t in prange(T, num_threads=T, schedule="static", chunksize=1):
-            for i in range(N):
-                p0 = indptr[i]
-                p1 = indptr[i + 1]
-                for p in range(p0, p1):
-                    a = hidx[p]
-                    if a % T != t:
-                        continue
-                    wv = <double>hval[p] * (w[i] if weighted else 1.0)
-                    for q in range(p, p1):
-                        out[a, hidx[q]] += wv * <double>hval[q]

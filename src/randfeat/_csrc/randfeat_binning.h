@@ -38,11 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "randfeat_dispatch.h"
-
-#if defined(_MSC_VER) && !defined(__cplusplus)
-#define restrict __restrict /* MSVC's C mode spells C99 restrict this way */
-#endif
+#include "randfeat_common.h"
 
 #if RF_X86_DISPATCH
 #include <immintrin.h>
@@ -72,34 +68,35 @@ static inline uint64_t rf_fmix64(uint64_t h) {
  * contiguous; h receives Ppad hashes (padding lanes have u = inv = 0 and are
  * ignored by the caller). */
 
-#define RF_HASH_ROW_GENERIC(NAME, ATTR)                                              \
-    ATTR static void NAME(const double *restrict x, int64_t d, int64_t Ppad,         \
-                          const double *restrict U, const double *restrict INV,      \
-                          uint64_t *restrict h) {                                    \
-        for (int64_t p = 0; p < Ppad; p++) h[p] = RF_BIN_SEED;                       \
-        for (int64_t m = 0; m < d; m++) {                                            \
-            const double xm = x[m];                                                  \
-            const double *restrict u = U + m * Ppad;                                 \
-            const double *restrict iv = INV + m * Ppad;                              \
-            for (int64_t p = 0; p < Ppad; p++) {                                     \
-                uint64_t v = h[p] + (uint64_t)(int64_t)floor((xm - u[p]) * iv[p]);   \
-                v *= RF_BIN_MUL;                                                     \
-                h[p] = v ^ (v >> RF_BIN_SHIFT);                                      \
-            }                                                                        \
-        }                                                                            \
-        for (int64_t p = 0; p < Ppad; p++) h[p] = rf_fmix64(h[p]);                   \
-    }
+#define RF_HASH_ROW_PARAMS                                                           \
+    (const double *restrict x, int64_t d, int64_t Ppad, const double *restrict U,    \
+     const double *restrict INV, uint64_t *restrict h)
 
-RF_HASH_ROW_GENERIC(rf_hash_row_baseline, )
+RF_INLINE void rf_hash_row_body RF_HASH_ROW_PARAMS {
+    for (int64_t p = 0; p < Ppad; p++) h[p] = RF_BIN_SEED;
+    for (int64_t m = 0; m < d; m++) {
+        const double xm = x[m];
+        const double *restrict u = U + m * Ppad;
+        const double *restrict iv = INV + m * Ppad;
+        for (int64_t p = 0; p < Ppad; p++) {
+            uint64_t v = h[p] + (uint64_t)(int64_t)floor((xm - u[p]) * iv[p]);
+            v *= RF_BIN_MUL;
+            h[p] = v ^ (v >> RF_BIN_SHIFT);
+        }
+    }
+    for (int64_t p = 0; p < Ppad; p++) h[p] = rf_fmix64(h[p]);
+}
+
+/* baseline and AVX2 from the generic body; AVX-512 written by hand below */
+RF_ISA_CLONE(rf_hash_row, baseline, , RF_HASH_ROW_PARAMS, (x, d, Ppad, U, INV, h))
 #if RF_X86_DISPATCH
-RF_HASH_ROW_GENERIC(rf_hash_row_avx2, RF_TARGET_AVX2)
+RF_ISA_CLONE(rf_hash_row, avx2, RF_TARGET_AVX2, RF_HASH_ROW_PARAMS, (x, d, Ppad, U, INV, h))
 
 /* AVX-512: NV <= 8 vectors of 8 grids stay in registers while m runs over all d
  * dimensions (x[m] broadcast); vcvtpd2qq with round-down does floor and the
  * int64 conversion in one instruction (same value as (int64)floor(t) for
  * |t| < 2^63), vpmullq is the native 64-bit multiply. */
-RF_TARGET_AVX512 static inline __attribute__((always_inline)) __m512i
-rf_fmix64_avx512(__m512i h) {
+RF_TARGET_AVX512 RF_INLINE __m512i rf_fmix64_avx512(__m512i h) {
     h = _mm512_xor_si512(h, _mm512_srli_epi64(h, 33));
     h = _mm512_mullo_epi64(h, _mm512_set1_epi64((long long)RF_FMIX_M1));
     h = _mm512_xor_si512(h, _mm512_srli_epi64(h, 33));
@@ -107,7 +104,7 @@ rf_fmix64_avx512(__m512i h) {
     return _mm512_xor_si512(h, _mm512_srli_epi64(h, 33));
 }
 
-RF_TARGET_AVX512 static inline __attribute__((always_inline)) void rf_hash_block_avx512(
+RF_TARGET_AVX512 RF_INLINE void rf_hash_block_avx512(
     const double *restrict x, int64_t d, int64_t Ppad, const double *restrict U,
     const double *restrict INV, uint64_t *restrict h, int64_t p0, const int NV) {
     __m512i acc[8];
@@ -148,20 +145,13 @@ RF_TARGET_AVX512 static void rf_hash_row_avx512(const double *restrict x, int64_
 }
 #endif
 
-typedef void (*rf_hash_row_fn)(const double *, int64_t, int64_t, const double *,
-                               const double *, uint64_t *);
+RF_ISA_POINTER(rf_hash_row, RF_HASH_ROW_PARAMS)
 
-static rf_hash_row_fn rf_binning_hash_row = rf_hash_row_baseline;
-static int rf_binning_isa = RF_ISA_BASELINE;
-
-/* Choose the hashing path once (at module import). */
-static void rf_binning_init_dispatch(void) {
-    rf_binning_isa = rf_detect_isa();
-#if RF_X86_DISPATCH
-    if (rf_binning_isa == RF_ISA_AVX512) rf_binning_hash_row = rf_hash_row_avx512;
-    else if (rf_binning_isa == RF_ISA_AVX2) rf_binning_hash_row = rf_hash_row_avx2;
-    else rf_binning_hash_row = rf_hash_row_baseline;
-#endif
+/* Choose the hashing path once (at module import); returns the RF_ISA_* used. */
+static int rf_binning_init(void) {
+    int isa = rf_detect_isa();
+    RF_ISA_PICK(rf_hash_row, isa);
+    return isa;
 }
 
 /* ------------------------------------------------------ hash storage at fit
@@ -223,12 +213,6 @@ static inline int64_t rf_vocab_find(uint64_t h, const uint64_t *keys, const uint
     }
     return -1;
 }
-
-#if defined(__GNUC__) || defined(__clang__)
-#define RF_PREFETCH(addr) __builtin_prefetch((const void *)(addr))
-#else
-#define RF_PREFETCH(addr) ((void)0)
-#endif
 
 /* Look up the P hashes of one row, one per grid: cols[p] = global column or -1.
  *
