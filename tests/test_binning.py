@@ -216,18 +216,14 @@ def test_mean_over_grids_approaches_laplacian_kernel():
 def test_vocabulary_grouping_does_not_matter(dtype):
     # Grids are built in groups sharing one pass over the rows, or one at a
     # time when a group's sets outgrow their budget: same vocabulary.
-    from randfeat._binning import _hash_store, _source_args
-
     X = _data(3000, 5, seed=13, scale=3.0).astype(dtype)
     P = 21  # two full groups of 8 and a partial one
     est = RandomBinningFeatures(P, gamma=2.0, random_state=0).fit(X)
     n, d = X.shape
     indices, data = np.empty(n * P, dtype=np.int32), np.empty(n * P, dtype=dtype)
-    store = _hash_store(indices, data)
-    rowbuf, hashbuf, _ = est._scratch(2, d)
-    _binning_fast.hash_rows(*_source_args(X), n, d, est._U, est._INV, P, *store, rowbuf, hashbuf, 2)
-    grouped = _binning_fast.build_vocabularies(*store, n, P, 2)
-    single = _binning_fast.build_vocabularies(*store, n, P, 2, group_budget=0)
+    _binning_fast.hash_rows(X, _binning_fast.Grids(est._U, est._INV, P), indices, data, 2)
+    grouped = _binning_fast.build_vocabularies(indices, data, P, 2)
+    single = _binning_fast.build_vocabularies(indices, data, P, 2, group_budget=0)
     for a, b in zip(grouped, single):
         np.testing.assert_array_equal(a, b)
     np.testing.assert_array_equal(grouped[0], est.bin_hashes_)

@@ -33,8 +33,12 @@ cdef class ChunkLoop:
     cdef int n_threads
     cdef int64_t next_chunk
     cdef int scratch_failed
+    cdef double slab_seconds
+    # When the current slab ends (rf_now); a chunk that is itself resumable
+    # may stop there.
+    cdef double deadline
 
     cdef void run_chunk(self, Py_ssize_t chunk, void *scratch) noexcept nogil
-    cdef void _claim_and_run(self, double deadline) noexcept nogil
-    cdef int run_slab(self, double seconds) except -1
+    cdef void _claim_and_run(self) noexcept nogil
+    cdef int run_slab(self) except -1
     cdef int run(self) except -1

@@ -35,11 +35,13 @@ cdef class ChunkLoop:
         self.n_threads = 1
         self.next_chunk = 0
         self.scratch_failed = 0
+        self.slab_seconds = SLAB_SECONDS
+        self.deadline = 0
 
     cdef void run_chunk(self, Py_ssize_t chunk, void *scratch) noexcept nogil:
         pass
 
-    cdef void _claim_and_run(self, double deadline) noexcept nogil:
+    cdef void _claim_and_run(self) noexcept nogil:
         # One thread's share of a slab: claim chunks until none is left or
         # the slab's time is up (checked before claiming, so every thread
         # runs at least one chunk per slab and the loop always progresses).
@@ -55,22 +57,22 @@ cdef class ChunkLoop:
             if c < 0:
                 break
             self.run_chunk(c, scratch)
-            if rf_now() >= deadline:
+            if rf_now() >= self.deadline:
                 break
         free(scratch)
 
-    cdef int run_slab(self, double seconds) except -1:
-        """Run chunks for about ``seconds``, then check signals (GIL held)."""
-        cdef double deadline = rf_now() + seconds
+    cdef int run_slab(self) except -1:
+        """Run chunks for about ``slab_seconds``, then check signals (GIL held)."""
         cdef Py_ssize_t left = self.n_chunks - self.next_chunk
         cdef int T = <int>min(<Py_ssize_t>max(1, self.n_threads), max(left, 1))
         self.scratch_failed = 0
+        self.deadline = rf_now() + self.slab_seconds
         if T == 1:
             with nogil:
-                self._claim_and_run(deadline)
+                self._claim_and_run()
         else:
             with nogil, parallel(num_threads=T):
-                self._claim_and_run(deadline)
+                self._claim_and_run()
         if self.scratch_failed:
             raise MemoryError(f"cannot allocate {self.scratch_bytes} bytes of per-thread scratch")
         if PyErr_CheckSignals() != 0:
@@ -81,5 +83,5 @@ cdef class ChunkLoop:
         """Run every chunk, slab by slab."""
         self.next_chunk = 0
         while self.next_chunk < self.n_chunks:
-            self.run_slab(SLAB_SECONDS)
+            self.run_slab()
         return 0

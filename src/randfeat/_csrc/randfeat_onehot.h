@@ -19,29 +19,29 @@
 /* One body per value type; KB is a compile-time width after inlining
  * (1..8 through the switch below), so the k loop is fully unrolled. */
 #define RF_ONEHOT_BODIES(SUFFIX, VAL)                                                      \
-    RF_INLINE void rf_gather_w_##SUFFIX(const int32_t *restrict col, int64_t n,            \
-                                        const VAL *restrict src, int64_t K,                \
-                                        double *restrict acc, const int64_t KB)            \
+    RF_INLINE void rf_gather_w_##SUFFIX(const int32_t *RF_RESTRICT col, int64_t n,            \
+                                        const VAL *RF_RESTRICT src, int64_t K,                \
+                                        double *RF_RESTRICT acc, const int64_t KB)            \
     {                                                                                      \
         for (int64_t i = 0; i < n; ++i) {                                                  \
-            const VAL *restrict s = src + (int64_t)col[i] * K;                             \
-            double *restrict a = acc + i * K;                                              \
+            const VAL *RF_RESTRICT s = src + (int64_t)col[i] * K;                             \
+            double *RF_RESTRICT a = acc + i * K;                                              \
             for (int64_t k = 0; k < KB; ++k) a[k] += (double)s[k];                         \
         }                                                                                  \
     }                                                                                      \
-    RF_INLINE void rf_scatter_w_##SUFFIX(const int32_t *restrict col, int64_t n,           \
-                                         const VAL *restrict u, int64_t K,                 \
-                                         double *restrict acc, const int64_t KB)           \
+    RF_INLINE void rf_scatter_w_##SUFFIX(const int32_t *RF_RESTRICT col, int64_t n,           \
+                                         const VAL *RF_RESTRICT u, int64_t K,                 \
+                                         double *RF_RESTRICT acc, const int64_t KB)           \
     {                                                                                      \
         for (int64_t i = 0; i < n; ++i) {                                                  \
-            double *restrict a = acc + (int64_t)col[i] * K;                                \
-            const VAL *restrict s = u + i * K;                                             \
+            double *RF_RESTRICT a = acc + (int64_t)col[i] * K;                                \
+            const VAL *RF_RESTRICT s = u + i * K;                                             \
             for (int64_t k = 0; k < KB; ++k) a[k] += (double)s[k];                         \
         }                                                                                  \
     }                                                                                      \
-    RF_INLINE void rf_gather_add_##SUFFIX##_body(const int32_t *restrict col, int64_t n,   \
-                                                 const VAL *restrict src, int64_t K,       \
-                                                 double *restrict acc)                     \
+    RF_INLINE void rf_gather_add_##SUFFIX##_body(const int32_t *RF_RESTRICT col, int64_t n,   \
+                                                 const VAL *RF_RESTRICT src, int64_t K,       \
+                                                 double *RF_RESTRICT acc)                     \
     {                                                                                      \
         switch (K) {                                                                       \
         case 1: rf_gather_w_##SUFFIX(col, n, src, K, acc, 1); break;                       \
@@ -55,9 +55,9 @@
         default: rf_gather_w_##SUFFIX(col, n, src, K, acc, K); break;                      \
         }                                                                                  \
     }                                                                                      \
-    RF_INLINE void rf_scatter_add_##SUFFIX##_body(const int32_t *restrict col, int64_t n,  \
-                                                  const VAL *restrict u, int64_t K,        \
-                                                  double *restrict acc)                    \
+    RF_INLINE void rf_scatter_add_##SUFFIX##_body(const int32_t *RF_RESTRICT col, int64_t n,  \
+                                                  const VAL *RF_RESTRICT u, int64_t K,        \
+                                                  double *RF_RESTRICT acc)                    \
     {                                                                                      \
         switch (K) {                                                                       \
         case 1: rf_scatter_w_##SUFFIX(col, n, u, K, acc, 1); break;                        \

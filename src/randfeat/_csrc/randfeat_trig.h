@@ -88,7 +88,7 @@ RF_INLINE void rf_sincos1_f64(double x, double *s_out, double *c_out) {
 }
 
 /* x[i] <- scale*cos(x[i]), s[i] <- scale*sin(x[i]) for i < n. */
-RF_INLINE void rf_sincos_f64_body(double *restrict x, double *restrict s, ptrdiff_t n,
+RF_INLINE void rf_sincos_f64_body(double *RF_RESTRICT x, double *RF_RESTRICT s, ptrdiff_t n,
                                          double scale) {
     int bad = 0;
     for (ptrdiff_t i = 0; i < n; i++) bad |= !(fabs(x[i]) <= RF_TRIG_LIMIT_F64);
@@ -109,7 +109,7 @@ RF_INLINE void rf_sincos_f64_body(double *restrict x, double *restrict s, ptrdif
 }
 
 /* x[i] <- scale*cos(x[i] + b[i]) for i < n. */
-RF_INLINE void rf_cos_f64_body(double *restrict x, const double *restrict b, ptrdiff_t n,
+RF_INLINE void rf_cos_f64_body(double *RF_RESTRICT x, const double *RF_RESTRICT b, ptrdiff_t n,
                                       double scale) {
     int bad = 0;
     for (ptrdiff_t i = 0; i < n; i++) bad |= !(fabs(x[i] + b[i]) <= RF_TRIG_LIMIT_F64);
@@ -163,7 +163,7 @@ RF_INLINE void rf_sincos1_f32(float x, float *s_out, float *c_out) {
     memcpy(c_out, &cos_bits, sizeof cos_bits);
 }
 
-RF_INLINE void rf_sincos_f32_body(float *restrict x, float *restrict s, ptrdiff_t n,
+RF_INLINE void rf_sincos_f32_body(float *RF_RESTRICT x, float *RF_RESTRICT s, ptrdiff_t n,
                                          float scale) {
     int bad = 0;
     for (ptrdiff_t i = 0; i < n; i++) bad |= !(fabsf(x[i]) <= RF_TRIG_LIMIT_F32);
@@ -183,7 +183,7 @@ RF_INLINE void rf_sincos_f32_body(float *restrict x, float *restrict s, ptrdiff_
     }
 }
 
-RF_INLINE void rf_cos_f32_body(float *restrict x, const float *restrict b, ptrdiff_t n,
+RF_INLINE void rf_cos_f32_body(float *RF_RESTRICT x, const float *RF_RESTRICT b, ptrdiff_t n,
                                       float scale) {
     int bad = 0;
     for (ptrdiff_t i = 0; i < n; i++) bad |= !(fabsf(x[i] + b[i]) <= RF_TRIG_LIMIT_F32);
