@@ -13,6 +13,7 @@ from sklearn.utils.validation import check_is_fitted
 from . import _binning_fast
 from ._base import RandomFeatureMap
 from ._kernels import check_gamma, get_kernel
+from ._memory import check_memory
 from ._threads import check_n_jobs, effective_n_threads
 from ._validation import as_generator, check_positive_int, validate_features_input
 
@@ -182,6 +183,11 @@ class RandomBinningFeatures(ClassNamePrefixFeaturesOutMixin, RandomFeatureMap):
         n = X.shape[0]
         n_threads = effective_n_threads(self.n_jobs)
         idx = _index_dtype(n * P, self.n_features_out_)
+        check_memory(
+            n * P * (np.dtype(idx).itemsize + X.dtype.itemsize) + 16 * (n + 1),
+            f"the binning features of {n} rows ({n} x {P} grids, CSR)",
+            "transform X in chunks of rows, or use fewer grids",
+        )
         indices = np.empty(n * P, dtype=idx)
         counts = np.empty(n, dtype=np.int64)
         vocabulary = _binning_fast.Vocabulary(
@@ -280,9 +286,19 @@ class RandomBinningFeatures(ClassNamePrefixFeaturesOutMixin, RandomFeatureMap):
         # without features needs only the hashes (8 bytes a slot).
         if return_features:
             idx = _index_dtype(n * P)
+            check_memory(
+                n * P * (np.dtype(idx).itemsize + X.dtype.itemsize) + np.dtype(idx).itemsize * (n + 1),
+                f"the binning features of {n} rows ({n} x {P} grids, CSR)",
+                "use fewer grids (n_grids), or fit on fewer rows and transform the rest in chunks",
+            )
             indices = np.empty(n * P, dtype=idx)
             data = np.empty(n * P, dtype=X.dtype)
         else:
+            check_memory(
+                8 * n * P,
+                f"binning {n} rows into {P} grids (a 64-bit hash per row and grid)",
+                "use fewer grids (n_grids), or fit on fewer rows",
+            )
             indices = np.empty(0, dtype=np.int32)
             data = np.empty(n * P, dtype=np.uint64)
         grids = _binning_fast.Grids(U, INV, P)
