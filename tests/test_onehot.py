@@ -29,6 +29,7 @@ def binning_Z(n=3000, d=4, P=12, gamma=0.8, dtype=np.float64, seed=0):
 
 
 # ------------------------------------------------------------ structure
+@pytest.mark.kernel
 def test_structure_of_binning_and_one_hot_encoding():
     Z, _ = binning_Z(P=7)
     bins, start, value = onehot_block_structure(Z)
@@ -76,6 +77,7 @@ def test_structure_rejects_overlapping_ranges():
 
 
 # ------------------------------------------------------------ kernels vs NumPy
+@pytest.mark.kernel
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("K", [1, 3, 7, 8, 9])
 @pytest.mark.parametrize("n_threads", [1, 2, 3])
@@ -106,6 +108,7 @@ def test_onehot_products_match_scipy(dtype, K, n_threads):
     np.testing.assert_allclose(sums.sum(axis=0), ref_u.sum(axis=0), rtol=1e-10, atol=1e-9 * np.abs(ref_u).sum())
 
 
+@pytest.mark.kernel
 @pytest.mark.parametrize("K", [1, 7])
 def test_onehot_products_bitwise_equal_for_any_thread_count(K):
     Z, _ = binning_Z(n=20000, P=10)
@@ -128,6 +131,7 @@ def test_vector_isa_reports_a_path():
     assert vector_isa() in ("baseline", "avx2", "avx512")
 
 
+@pytest.mark.kernel
 @pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("weighted", [False, True])
@@ -238,6 +242,7 @@ def test_cg_on_binning_bitwise_equal_for_any_n_jobs(weighted, monkeypatch):
             assert np.array_equal(fits[0].intercept_, f.intercept_)
 
 
+@pytest.mark.kernel
 @pytest.mark.parametrize("isa", ["baseline", "avx2"])
 def test_vector_paths_give_identical_products(isa, tmp_path):
     # The process under test runs the lower path; this one runs the best.
