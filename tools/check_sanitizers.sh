@@ -3,6 +3,7 @@
 # and run the kernel tests under them; fail on any report.
 #
 #   1. venv     a separate virtualenv with the build and test dependencies
+#               (or RANDFEAT_SANITIZE_PYTHON's environment)
 #   2. build    a copy of the source tree (tracked and untracked, not ignored
 #               files: no stale extension modules), compiled in place with
 #                 RANDFEAT_EXTRA_CFLAGS="-fsanitize=address,undefined
@@ -22,6 +23,8 @@
 # Usage: bash tools/check_sanitizers.sh
 # Environment:
 #   PYTHON                       interpreter for the venv, >= 3.11 (default: python3)
+#   RANDFEAT_SANITIZE_PYTHON     use this environment's python instead of a new
+#                                venv (the requirements are installed into it)
 #   RANDFEAT_SANITIZE_DIR        work directory (default: a new temp dir)
 #   RANDFEAT_SANITIZE_PYTEST_ARGS  what to test, relative to the copy's root
 #                                (default: -m kernel tests)
@@ -32,39 +35,14 @@ PY="${PYTHON:-python3}"
 WORK="${RANDFEAT_SANITIZE_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/randfeat-sanitize.XXXXXX")}"
 mkdir -p "$WORK"
 PIP_OPTS=(--quiet --disable-pip-version-check)
+# The environment that builds and tests: a new venv, or one the caller owns
+# (e.g. .ci/run's throwaway venv).
+VPY="${RANDFEAT_SANITIZE_PYTHON:-$WORK/venv/bin/python}"
 
-now() { echo "$EPOCHREALTIME"; }
-elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
-T_ALL=$(now)
-STAGES=()
-TIMES=()
-report() {
-    local status=$?
-    echo
-    echo "== tools/check_sanitizers.sh stage times (work dir: $WORK)"
-    local i
-    for i in "${!STAGES[@]}"; do
-        printf '   %-8s %7s s\n' "${STAGES[$i]}" "${TIMES[$i]}"
-    done
-    printf '   %-8s %7s s\n' "total" "$(elapsed "$T_ALL")"
-    if [ "$status" -ne 0 ]; then
-        echo "== FAILED (exit $status) in stage: ${CURRENT_STAGE:-setup}"
-    else
-        echo "== no sanitizer report"
-    fi
-}
-trap report EXIT
-
-stage() {  # stage NAME FUNCTION
-    CURRENT_STAGE="$1"
-    echo
-    echo "== [$1] $(date +%H:%M:%S)"
-    local t0
-    t0=$(now)
-    "$2"
-    STAGES+=("$1")
-    TIMES+=("$(elapsed "$t0")")
-}
+STAGES_TITLE="tools/check_sanitizers.sh stage times (work dir: $WORK)"
+STAGES_OK="no sanitizer report"
+# shellcheck source=tools/_stages.sh
+source "$ROOT/tools/_stages.sh"
 
 LIBASAN=$(gcc -print-file-name=libasan.so)
 LIBUBSAN=$(gcc -print-file-name=libubsan.so)
@@ -76,20 +54,22 @@ for lib in "$LIBASAN" "$LIBUBSAN"; do
 done
 
 make_venv() {
-    rm -rf "$WORK/venv"
-    "$PY" -m venv "$WORK/venv"
-    "$WORK/venv/bin/python" -m pip install "${PIP_OPTS[@]}" --upgrade pip
+    if [ -z "${RANDFEAT_SANITIZE_PYTHON:-}" ]; then
+        rm -rf "$WORK/venv"
+        "$PY" -m venv "$WORK/venv"
+        "$VPY" -m pip install "${PIP_OPTS[@]}" --upgrade pip
+    fi
     # pyproject.toml's build requirements, dependencies and test extra (pytest
     # collects every test module, so all of their imports must be there).
     local reqs
-    mapfile -t reqs < <("$WORK/venv/bin/python" - "$ROOT/pyproject.toml" <<'PYEOF'
+    mapfile -t reqs < <("$VPY" - "$ROOT/pyproject.toml" <<'PYEOF'
 import sys, tomllib
 meta = tomllib.load(open(sys.argv[1], "rb"))
 for req in meta["build-system"]["requires"] + meta["project"]["dependencies"] + meta["project"]["optional-dependencies"]["test"]:
     print(req)
 PYEOF
 )
-    "$WORK/venv/bin/python" -m pip install "${PIP_OPTS[@]}" "${reqs[@]}"
+    "$VPY" -m pip install "${PIP_OPTS[@]}" "${reqs[@]}"
 }
 
 build() {
@@ -101,7 +81,7 @@ build() {
         RANDFEAT_EXTRA_CFLAGS="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fsanitize-recover=address -fno-omit-frame-pointer -O1 -g" \
         LDFLAGS="-fsanitize=address,undefined" \
         ASAN_OPTIONS=detect_leaks=0 \
-        "$WORK/venv/bin/python" setup.py build_ext --inplace -j "$(nproc)" >"$log" 2>&1) || {
+        "$VPY" setup.py build_ext --inplace -j "$(nproc)" >"$log" 2>&1) || {
         tail -50 "$log"
         return 1
     }
@@ -137,13 +117,17 @@ run_tests() {
             args+=("$WORK/src/$a")
         fi
     done
+    # The instrumented copy is the randfeat the tests import (not an installed one).
+    (cd "$WORK/src" && PYTHONPATH="$WORK/src/src" "$VPY" -c "
+import randfeat, sys
+sys.exit(0 if randfeat.__file__.startswith('$WORK/src/src/') else f'tests would import {randfeat.__file__}')")
     local rc=0
     (cd "$WORK/src" && env \
         LD_PRELOAD="$LIBASAN $LIBUBSAN" \
         ASAN_OPTIONS="detect_leaks=0:halt_on_error=0:log_path=$WORK/reports/asan:abort_on_error=0" \
         UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:log_path=$WORK/reports/ubsan" \
         PYTHONPATH="$WORK/src/src" PYTHONDONTWRITEBYTECODE=1 \
-        "$WORK/venv/bin/python" -m pytest -p no:cacheprovider -q "${args[@]}") || rc=$?
+        "$VPY" -m pytest -p no:cacheprovider -q "${args[@]}") || rc=$?
     shopt -s nullglob
     local reports=("$WORK"/reports/*)
     shopt -u nullglob

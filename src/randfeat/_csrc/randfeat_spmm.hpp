@@ -36,17 +36,24 @@ RF_INLINE void rf_each_block(int64_t K, F &&f) {
     }
 }
 
+/* acc[k] = Σ_jj data[jj] · B[ind[jj], k0 + k], k < KB, in the order of the nonzeros. */
 template <int KB, typename I, typename V>
-RF_INLINE void rf_row_times_block(const I *ind, const V *dat, int64_t start,
-                                  int64_t end, const V *B, int64_t K, int64_t k0,
-                                  V *out_row) {
-    double acc[KB];
+RF_INLINE void rf_row_dot_block(const I *ind, const V *dat, int64_t start, int64_t end,
+                                const V *B, int64_t K, int64_t k0, double *acc) {
     for (int k = 0; k < KB; ++k) acc[k] = 0;
     for (int64_t jj = start; jj < end; ++jj) {
         const double v = (double)dat[jj];
         const V *b = B + (int64_t)ind[jj] * K + k0;
         for (int k = 0; k < KB; ++k) acc[k] += v * (double)b[k];
     }
+}
+
+template <int KB, typename I, typename V>
+RF_INLINE void rf_row_times_block(const I *ind, const V *dat, int64_t start,
+                                  int64_t end, const V *B, int64_t K, int64_t k0,
+                                  V *out_row) {
+    double acc[KB];
+    rf_row_dot_block<KB>(ind, dat, start, end, B, K, k0, acc);
     for (int k = 0; k < KB; ++k) out_row[k0 + k] = (V)acc[k];
 }
 
@@ -64,12 +71,7 @@ RF_INLINE void rf_row_normal_block(const I *ind, const V *dat, int64_t start,
                                    const double *mup, double wi, double *part,
                                    double *usum) {
     double acc[KB];
-    for (int k = 0; k < KB; ++k) acc[k] = 0;
-    for (int64_t jj = start; jj < end; ++jj) {
-        const double v = (double)dat[jj];
-        const V *p = P + (int64_t)ind[jj] * K + k0;
-        for (int k = 0; k < KB; ++k) acc[k] += v * (double)p[k];
-    }
+    rf_row_dot_block<KB>(ind, dat, start, end, P, K, k0, acc);
     for (int k = 0; k < KB; ++k) {
         acc[k] = wi * (acc[k] - mup[k0 + k]);
         usum[k0 + k] += acc[k];
