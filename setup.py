@@ -2,7 +2,8 @@
 
 Every ``src/randfeat/*.pyx`` becomes the extension ``randfeat.<name>``; C
 helpers live as headers in ``src/randfeat/_csrc`` so no extension needs an
-entry here.  OpenMP is detected by compiling, linking and running a tiny
+entry here.  A module whose .pyx starts with ``# distutils: language = c++``
+(``_sparse_fast``: C++ templates) is compiled as C++17.  OpenMP is detected by compiling, linking and running a tiny
 program (the approach of scikit-learn and POT): if that fails the build goes
 on serial and ``randfeat.show_config()`` says so.
 
@@ -136,7 +137,11 @@ class BuildExtWithOpenMP(build_ext):
             opt = ["-O3", "-fno-math-errno", "-fno-trapping-math", "-Wno-unused-function"]
         opt += os.environ.get("RANDFEAT_EXTRA_CFLAGS", "").split()
         for ext in self.extensions:
-            ext.extra_compile_args = opt + omp_compile + ext.extra_compile_args
+            # C++ modules (`# distutils: language = c++` in the .pyx) use C++14
+            # generic lambdas; Apple clang still defaults to C++98.  MSVC's
+            # default is C++14.
+            std = ["-std=c++17"] if ext.language == "c++" and ctype != "msvc" else []
+            ext.extra_compile_args = opt + std + omp_compile + ext.extra_compile_args
             ext.extra_link_args = omp_link + ext.extra_link_args
             ext.define_macros.append(("RANDFEAT_BUILT_WITH_OPENMP", "1" if use_openmp else "0"))
         super().build_extensions()

@@ -76,6 +76,7 @@ def _data(n, d, seed=0, scale=1.0):
 
 
 # ---------------------------------------------------------------- reference
+@pytest.mark.kernel
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("layout", ["C", "F", "csr"])
 @pytest.mark.parametrize("n, d, P", [(700, 6, 9), (1, 1, 1), (300, 1, 5), (1, 7, 3), (200, 4, 1)])
@@ -101,6 +102,7 @@ def test_matches_numpy_reference(dtype, layout, n, d, P):
     _assert_csr_equal(est.transform(X), Z)
 
 
+@pytest.mark.kernel
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_dense_csr_layouts_agree(dtype):
     X = (_data(500, 8, seed=1) * (np.random.default_rng(2).random((500, 8)) < 0.3)).astype(dtype)
@@ -114,6 +116,7 @@ def test_dense_csr_layouts_agree(dtype):
     _assert_csr_equal(est.transform(Xro), Z)
 
 
+@pytest.mark.kernel
 def test_kernel_hashes_match_reference():
     X = _data(400, 11, seed=5, scale=3.0)
     est = RandomBinningFeatures(13, gamma=2.0, random_state=1).fit(X)
@@ -124,6 +127,7 @@ def test_kernel_hashes_match_reference():
             assert int(H[i, p]) == _py_hash(_py_bins(X[i], est.offsets_[p], est.pitches_[p]))
 
 
+@pytest.mark.kernel
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_dict_reference(dtype):
     X = _data(60, 3, seed=7).astype(dtype)
@@ -147,6 +151,7 @@ def _hash_int_tuples(B):
     return _binning_fast.hash_rows_for_test(np.ascontiguousarray(B, dtype=np.float64), U, INV, 1)[:, 0]
 
 
+@pytest.mark.kernel
 def test_one_coordinate_changes_never_collide():
     rng = np.random.default_rng(0)
     n, d = 200_000, 54
@@ -200,22 +205,19 @@ def test_mean_over_grids_approaches_laplacian_kernel():
     assert errors[1600] < errors[25] / 4
 
 
+@pytest.mark.kernel
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_vocabulary_grouping_does_not_matter(dtype):
     # Grids are built in groups sharing one pass over the rows, or one at a
     # time when a group's sets outgrow their budget: same vocabulary.
-    from randfeat._binning import _hash_store, _source_args
-
     X = _data(3000, 5, seed=13, scale=3.0).astype(dtype)
     P = 21  # two full groups of 8 and a partial one
     est = RandomBinningFeatures(P, gamma=2.0, random_state=0).fit(X)
     n, d = X.shape
     indices, data = np.empty(n * P, dtype=np.int32), np.empty(n * P, dtype=dtype)
-    store = _hash_store(indices, data)
-    rowbuf, hashbuf, _ = est._scratch(2, d)
-    _binning_fast.hash_rows(*_source_args(X), n, d, est._U, est._INV, P, *store, rowbuf, hashbuf, 2)
-    grouped = _binning_fast.build_vocabularies(*store, n, P, 2)
-    single = _binning_fast.build_vocabularies(*store, n, P, 2, group_budget=0)
+    _binning_fast.hash_rows(X, _binning_fast.Grids(est._U, est._INV, P), indices, data, 2)
+    grouped = _binning_fast.build_vocabularies(indices, data, P, 2)
+    single = _binning_fast.build_vocabularies(indices, data, P, 2, group_budget=0)
     for a, b in zip(grouped, single):
         np.testing.assert_array_equal(a, b)
     np.testing.assert_array_equal(grouped[0], est.bin_hashes_)
@@ -223,6 +225,7 @@ def test_vocabulary_grouping_does_not_matter(dtype):
 
 
 # ------------------------------------------------------------ transform side
+@pytest.mark.kernel
 def test_unseen_bins_give_no_entry():
     X = np.random.default_rng(0).uniform(size=(200, 3))
     est = RandomBinningFeatures(20, gamma=1.0, random_state=0).fit(X)
@@ -240,6 +243,7 @@ def test_unseen_bins_give_no_entry():
         assert np.all(np.diff(cols) > 0)
 
 
+@pytest.mark.kernel
 def test_training_row_reproduces_its_features():
     X = _data(300, 5, seed=9)
     est = RandomBinningFeatures(15, random_state=1)
@@ -248,6 +252,7 @@ def test_training_row_reproduces_its_features():
         _assert_csr_equal(est.transform(X[i : i + 1]), Z[i])
 
 
+@pytest.mark.kernel
 def test_sorted_int32_indices_and_values():
     X = _data(1000, 7, seed=2)
     Z = RandomBinningFeatures(17, random_state=0).fit_transform(X)
@@ -259,6 +264,7 @@ def test_sorted_int32_indices_and_values():
     np.testing.assert_array_equal(Zc.indices, Z.indices)
 
 
+@pytest.mark.kernel
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_int64_index_path(dtype, monkeypatch):
     # Outputs with >= 2**31 entries use int64 indices (and, for float32, keep
@@ -281,6 +287,7 @@ def test_int64_index_path(dtype, monkeypatch):
         np.testing.assert_array_equal(a.data, b.data)
 
 
+@pytest.mark.kernel
 @pytest.mark.parametrize("sparse_input", [False, True])
 def test_thread_count_does_not_change_results(sparse_input):
     X = _data(3000, 9, seed=4) * (np.random.default_rng(1).random((3000, 9)) < 0.5)
@@ -294,6 +301,7 @@ def test_thread_count_does_not_change_results(sparse_input):
     _assert_csr_equal(a.transform(Xt), b.transform(Xt))
 
 
+@pytest.mark.kernel
 def test_same_seed_same_columns_fit_vs_fit_transform():
     X = _data(500, 6, seed=6)
     est = RandomBinningFeatures(10, random_state=5)
@@ -318,6 +326,7 @@ def test_feature_names_out():
     assert names[0] == "randombinningfeatures0"
 
 
+@pytest.mark.kernel
 @pytest.mark.parametrize("isa", ["baseline", "avx2"])
 def test_vector_paths_give_identical_results(isa, tmp_path):
     X = _data(700, 13, seed=12, scale=2.0).astype(np.float32)

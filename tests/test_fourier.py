@@ -98,6 +98,7 @@ SHAPES = [
 ]
 
 
+@pytest.mark.kernel
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("feature_map", FEATURE_MAPS)
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
@@ -114,6 +115,7 @@ def test_fast_kernel_matches_reference(dtype, feature_map, shape):
         assert_matches_reference(est, Xl, Z)
 
 
+@pytest.mark.kernel
 def test_csr_with_empty_rows_and_no_nonzeros():
     X = sp.csr_matrix((4, 3))
     est = RandomFourierFeatures(6, random_state=0).fit(np.ones((2, 3)))
@@ -180,10 +182,12 @@ def check_trig_accuracy(max_ulp=3.0):
     return worst
 
 
+@pytest.mark.kernel
 def test_trig_accuracy_in_ulps():
     check_trig_accuracy()
 
 
+@pytest.mark.kernel
 def test_trig_segment_with_one_huge_argument_uses_libm_for_whole_segment():
     # Mixed segment: every element still accurate, and results deterministic.
     for dtype in DTYPES:
@@ -195,6 +199,7 @@ def test_trig_segment_with_one_huge_argument_uses_libm_for_whole_segment():
         assert ulp_error(s, correctly_rounded(np.sin, x, dtype), dtype).max() <= 1.0
 
 
+@pytest.mark.kernel
 def test_huge_feature_arguments_end_to_end():
     # |XW| far beyond the reduction's range: rows fall back to libm, still exact.
     X = np.array([[1e9, 1.0], [0.5, -0.25], [1e15, 3.0]])
@@ -220,6 +225,7 @@ print(_fourier_fast.vector_isa(), worst)
 """
 
 
+@pytest.mark.kernel
 @pytest.mark.parametrize("isa", ["baseline", "avx2", "avx512"])
 def test_every_vector_path(isa):
     hardware = _fourier_fast.vector_isa()  # the best path this CPU has (no env override here)
@@ -317,6 +323,7 @@ def test_gamma_scale_like_rbfsampler():
 
 
 # ------------------------------------------------ determinism, dtype, pickle
+@pytest.mark.kernel
 def test_bit_identical_for_any_thread_count():
     X = np.random.default_rng(0).normal(size=(1100, 20))
     for fm in FEATURE_MAPS:
@@ -336,6 +343,7 @@ def test_bit_identical_for_any_thread_count():
     assert all(np.array_equal(o, outs[0]) for o in outs)
 
 
+@pytest.mark.kernel
 def test_dtypes():
     X = np.random.default_rng(0).normal(size=(20, 3))
     est = RandomFourierFeatures(8, random_state=0).fit(X.astype(np.float32))

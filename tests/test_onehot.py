@@ -10,14 +10,8 @@ import randfeat._precond as precond_mod
 import randfeat._threads as threads_mod
 from randfeat import RandomBinningFeatures, Ridge, RidgeClassifier
 from randfeat._linops import OneHotBlockProducts, SparseProducts, make_products, onehot_block_structure
-from randfeat._onehot_fast import (
-    compact_columns,
-    csr_gram_block,
-    n_row_blocks,
-    onehot_matmat,
-    onehot_tmatmat,
-    vector_isa,
-)
+from randfeat._onehot_fast import n_row_blocks, onehot_matmat, onehot_tmatmat, vector_isa
+from randfeat._sparse_fast import compact_columns, csr_gram_block
 from randfeat._precond import heavy_block_preconditioner, max_block_size
 from _subprocess_env import run_on_vector_path
 
@@ -36,6 +30,7 @@ def binning_Z(n=3000, d=4, P=12, gamma=0.8, dtype=np.float64, seed=0):
 
 
 # ------------------------------------------------------------ structure
+@pytest.mark.kernel
 def test_structure_of_binning_and_one_hot_encoding():
     Z, _ = binning_Z(P=7)
     bins, start, value = onehot_block_structure(Z)
@@ -83,6 +78,7 @@ def test_structure_rejects_overlapping_ranges():
 
 
 # ------------------------------------------------------------ kernels vs NumPy
+@pytest.mark.kernel
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("K", [1, 3, 7, 8, 9])
 @pytest.mark.parametrize("n_threads", [1, 2, 3])
@@ -113,6 +109,7 @@ def test_onehot_products_match_scipy(dtype, K, n_threads):
     np.testing.assert_allclose(sums.sum(axis=0), ref_u.sum(axis=0), rtol=1e-10, atol=1e-9 * np.abs(ref_u).sum())
 
 
+@pytest.mark.kernel
 @pytest.mark.parametrize("K", [1, 7])
 def test_onehot_products_bitwise_equal_for_any_thread_count(K):
     Z, _ = binning_Z(n=20000, P=10)
@@ -135,6 +132,7 @@ def test_vector_isa_reports_a_path():
     assert vector_isa() in ("baseline", "avx2", "avx512")
 
 
+@pytest.mark.kernel
 @pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("weighted", [False, True])
@@ -245,6 +243,7 @@ def test_cg_on_binning_bitwise_equal_for_any_n_jobs(weighted, monkeypatch):
             assert np.array_equal(fits[0].intercept_, f.intercept_)
 
 
+@pytest.mark.kernel
 @pytest.mark.parametrize("isa", ["baseline", "avx2"])
 def test_vector_paths_give_identical_products(isa, tmp_path):
     # The process under test runs the lower path; this one runs the best.

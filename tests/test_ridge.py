@@ -54,6 +54,7 @@ def make_data(n=300, d=30, k=1, dtype=np.float64, sparse=False, seed=0):
 
 
 # ------------------------------------------------------------ sparse kernels
+@pytest.mark.kernel
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
 @pytest.mark.parametrize("K", [1, 3, 8, 11])
@@ -78,6 +79,7 @@ def test_csr_matmat_matches_scipy(dtype, index_dtype, K):
     assert np.all(out[5] == 0)
 
 
+@pytest.mark.kernel
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_weighted_sq_sums_matches_numpy(dtype):
     A = sp.random(120, 40, density=0.2, format="csr", random_state=3, dtype=dtype)
@@ -87,6 +89,7 @@ def test_weighted_sq_sums_matches_numpy(dtype):
     np.testing.assert_allclose(out, (A.toarray().astype(np.float64) ** 2) @ w, rtol=1e-12)
 
 
+@pytest.mark.kernel
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
 @pytest.mark.parametrize("K", [1, 5, 9])
@@ -122,6 +125,7 @@ def test_fused_and_two_pass_cg_agree(monkeypatch):
     np.testing.assert_allclose(fused.coef_, two_pass.coef_, rtol=1e-7, atol=1e-9)
 
 
+@pytest.mark.kernel
 @pytest.mark.parametrize("K", [1, 7])
 def test_kernel_bitwise_equal_for_any_thread_count(K):
     A = sp.random(5000, 800, density=0.02, format="csr", random_state=4)
@@ -461,6 +465,7 @@ def test_bench_tiny_runs(tmp_path):
 
 
 # ------------------------------------------------------- CG vector kernels
+@pytest.mark.kernel
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("centred", [True, False])
 def test_cg_fast_kernels_match_numpy(dtype, centred):

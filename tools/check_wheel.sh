@@ -40,38 +40,9 @@ mkdir -p "$WORK"
 PIP_OPTS=(--quiet --disable-pip-version-check)
 
 # ---------------------------------------------------------------- timing
-STAGES=()
-TIMES=()
-now() { echo "$EPOCHREALTIME"; }
-elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1f", b - a }'; }
-T_ALL=$(now)
-report() {
-    local status=$?
-    echo
-    echo "== tools/check_wheel.sh stage times (work dir: $WORK)"
-    local i
-    for i in "${!STAGES[@]}"; do
-        printf '   %-10s %7s s\n' "${STAGES[$i]}" "${TIMES[$i]}"
-    done
-    printf '   %-10s %7s s\n' "total" "$(elapsed "$T_ALL")"
-    if [ "$status" -ne 0 ]; then
-        echo "== FAILED (exit $status) in stage: ${CURRENT_STAGE:-setup}"
-    else
-        echo "== all stages passed"
-    fi
-}
-trap report EXIT
-
-stage() {  # stage NAME FUNCTION: run FUNCTION, record its wall time
-    CURRENT_STAGE="$1"
-    echo
-    echo "== [$1] $(date +%H:%M:%S)"
-    local t0
-    t0=$(now)
-    "$2"
-    STAGES+=("$1")
-    TIMES+=("$(elapsed "$t0")")
-}
+STAGES_TITLE="tools/check_wheel.sh stage times (work dir: $WORK)"
+# shellcheck source=tools/_stages.sh
+source "$ROOT/tools/_stages.sh"
 
 # ---------------------------------------------------------------- stages
 tools() {

@@ -16,6 +16,7 @@ from sklearn.utils.validation import check_is_fitted
 from . import _binning_fast
 from ._base import RandomFeatureMap, fit_context
 from ._kernels import GAMMA, KERNELS
+from ._memory import check_memory
 from ._validation import N_JOBS, Interval, as_generator, validate_X
 
 # Bins are int64 in the kernel; |bin| <= 2**62 leaves a factor-2 margin and is
@@ -193,20 +194,23 @@ class RandomBinningFeatures(ClassNamePrefixFeaturesOutMixin, RandomFeatureMap):
         """
         check_is_fitted(self, "bin_hashes_")
         X = validate_X(self, X, reset=False)
-        self._check_bin_range(X)
-        n, d = X.shape
         P = self.n_grids_
+        self._check_bin_range(X, self._U[:, :P], self._INV[:, :P])
+        n = X.shape[0]
         n_threads = self._n_threads()
         idx = _index_dtype(n * P, self.n_features_out_)
+        check_memory(
+            n * P * (np.dtype(idx).itemsize + X.dtype.itemsize) + 16 * (n + 1),
+            f"the binning features of {n} rows ({n} x {P} grids, CSR)",
+            "transform X in chunks of rows, or use fewer grids",
+        )
         indices = np.empty(n * P, dtype=idx)
         counts = np.empty(n, dtype=np.int64)
-        args = _source_args(X)
-        rowbuf, hashbuf, colbuf = self._scratch(n_threads, d)
-        nnz = _binning_fast.transform_rows(
-            *args, n, d, self._U, self._INV, P,
-            self.bin_hashes_, self.grid_offsets_, self._dir, self._dir_offsets, self._dir_bits,
-            indices, counts, rowbuf, hashbuf, colbuf, n_threads,
+        vocabulary = _binning_fast.Vocabulary(
+            self.bin_hashes_, self.grid_offsets_, self._dir, self._dir_offsets, self._dir_bits
         )
+        grids = _binning_fast.Grids(self._U, self._INV, P)
+        nnz = _binning_fast.transform_rows(X, grids, vocabulary, indices, counts, n_threads)
         indptr = np.zeros(n + 1, dtype=idx)
         np.cumsum(counts, out=indptr[1:])
         if nnz < n * P:  # some bins unseen at fit: pack rows, then release the tail
@@ -263,8 +267,11 @@ class RandomBinningFeatures(ClassNamePrefixFeaturesOutMixin, RandomFeatureMap):
         INV[:, :P] = inv.T
         return pitches, offsets, U, INV
 
-    def _check_bin_range(self, X):
-        """ValueError unless every bin coordinate of X fits |bin| <= 2**62 (checked on column extremes)."""
+    def _check_bin_range(self, X, U, INV):
+        """ValueError unless every bin coordinate of X fits |bin| <= 2**62 (checked on column extremes).
+
+        U, INV: (d, P) offsets and inverse pitches of the grids.
+        """
         if sp.issparse(X):
             lo = X.min(axis=0).toarray().ravel()
             hi = X.max(axis=0).toarray().ravel()
@@ -272,8 +279,6 @@ class RandomBinningFeatures(ClassNamePrefixFeaturesOutMixin, RandomFeatureMap):
             lo, hi = X.min(axis=0), X.max(axis=0)
         lo = np.minimum(np.asarray(lo, dtype=np.float64), 0.0)  # 0: implicit CSR zeros
         hi = np.maximum(np.asarray(hi, dtype=np.float64), 0.0)
-        P = self.n_grids_
-        U, INV = self._U[:, :P], self._INV[:, :P]
         with np.errstate(over="ignore", invalid="ignore"):
             # (x - u) * inv is monotone in x, so the column extremes bound every bin.
             worst = np.maximum(np.abs((lo[:, None] - U) * INV), np.abs((hi[:, None] - U) * INV))
@@ -285,72 +290,73 @@ class RandomBinningFeatures(ClassNamePrefixFeaturesOutMixin, RandomFeatureMap):
                 f"|(x - u)/δ| exceeds 2**62 for the fitted pitches; rescale X or use a smaller gamma"
             )
 
-    def _scratch(self, n_threads, d):
-        # Per-thread row, hash and column buffers, padded to whole 64-byte lines.
-        width = self._U.shape[1] + 8
-        return (
-            np.zeros((n_threads, -(-d // 8) * 8 + 8)),
-            np.zeros((n_threads, width), dtype=np.uint64),
-            np.zeros((n_threads, width), dtype=np.int64),
-        )
-
     def _fit(self, X, return_features):
         P, spec = self.n_grids, KERNELS[self.kernel]
         X = validate_X(self, X, reset=True)
         n, d = X.shape
         if n >= 2**32 - 1:
             raise ValueError(f"RandomBinningFeatures supports fewer than 2**32 - 1 training rows, got {n}")
-        self.pitches_, self.offsets_, self._U, self._INV = self._draw_grids(spec, P, d)
-        self.n_grids_ = P
-        self._check_bin_range(X)
+        pitches, offsets, U, INV = self._draw_grids(spec, P, d)
+        self._check_bin_range(X, U[:, :P], INV[:, :P])
         n_threads = self._n_threads()
-        self._value = float(np.float64(1.0) / np.sqrt(np.float64(P)))
+        value = float(np.float64(1.0) / np.sqrt(np.float64(P)))
 
         # The N x P hashes are stored inside the output CSR's own buffers (see
-        # rf_hstore), so fit_transform needs no N x P temporary: afterwards each
-        # slot's hash is replaced in place by its column and value.
-        idx = _index_dtype(n * P)
-        indices = np.empty(n * P, dtype=idx)
-        data = np.empty(n * P, dtype=X.dtype)
-        h64, lo, hi = _hash_store(indices, data)
-        args = _source_args(X)
-        rowbuf, hashbuf, colbuf = self._scratch(n_threads, d)
-        _binning_fast.hash_rows(*args, n, d, self._U, self._INV, P, h64, lo, hi, rowbuf, hashbuf, n_threads)
+        # _binning_fast), so fit_transform needs no N x P temporary: afterwards
+        # each slot's hash is replaced in place by its column and value.  A fit
+        # without features needs only the hashes (8 bytes a slot).
+        if return_features:
+            idx = _index_dtype(n * P)
+            check_memory(
+                n * P * (np.dtype(idx).itemsize + X.dtype.itemsize) + np.dtype(idx).itemsize * (n + 1),
+                f"the binning features of {n} rows ({n} x {P} grids, CSR)",
+                "use fewer grids (n_grids), or fit on fewer rows and transform the rest in chunks",
+            )
+            indices = np.empty(n * P, dtype=idx)
+            data = np.empty(n * P, dtype=X.dtype)
+        else:
+            check_memory(
+                8 * n * P,
+                f"binning {n} rows into {P} grids (a 64-bit hash per row and grid)",
+                "use fewer grids (n_grids), or fit on fewer rows",
+            )
+            indices = np.empty(0, dtype=np.int32)
+            data = np.empty(n * P, dtype=np.uint64)
+        grids = _binning_fast.Grids(U, INV, P)
+        _binning_fast.hash_rows(X, grids, indices, data, n_threads)
         # With features wanted, each group of grids also leaves every row's rank
         # in its vocabulary in `indices` while that vocabulary is in cache.
-        ranks = {"ranks64" if idx == np.int64 else "ranks32": indices} if return_features else {}
-        (self.bin_hashes_, self.grid_offsets_, self._dir, self._dir_offsets, self._dir_bits) = (
-            _binning_fast.build_vocabularies(h64, lo, hi, n, P, n_threads, **ranks)
+        vocabulary = _binning_fast.build_vocabularies(
+            indices, data, P, n_threads, write_ranks=return_features,
+            group_budget=_group_budget(indices.nbytes + data.nbytes, n_threads, return_features),
         )
+        if return_features:
+            _binning_fast.finish_training_csr(P, vocabulary[1], indices, data, value, n_threads)
+        # Only now, with every kernel done (Ctrl-C or MemoryError before this
+        # point leave the estimator as it was), the fitted state changes.
+        self.pitches_, self.offsets_, self._U, self._INV = pitches, offsets, U, INV
+        self.n_grids_ = P
+        self._value = value
+        (self.bin_hashes_, self.grid_offsets_, self._dir, self._dir_offsets, self._dir_bits) = vocabulary
         self.n_features_out_ = int(self.grid_offsets_[-1])
         if not return_features:
             return None
-        _binning_fast.finish_training_csr(n, P, self.grid_offsets_, indices, data, self._value, n_threads)
         indptr = np.arange(0, n * P + 1, P, dtype=idx)
         return _csr(data, indices, indptr, (n, self.n_features_out_))
 
 
-def _hash_store(indices, data):
-    """Views (h64, lo, hi) of the CSR buffers that hold the hashes during fit."""
-    empty64, empty32 = np.empty(0, dtype=np.uint64), np.empty(0, dtype=np.uint32)
-    if data.dtype == np.float64:
-        return data.view(np.uint64), empty32, empty32
-    if indices.dtype == np.int64:
-        return indices.view(np.uint64), empty32, empty32
-    return empty64, indices.view(np.uint32), data.view(np.uint32)
+def _group_budget(output_bytes, n_threads, return_features):
+    """Bytes the hash sets of one group of grids may take before it builds them one at a time.
 
-
-def _source_args(X):
-    """(is_csr, X_dense, data, indices, indptr) as the kernels take them."""
-    if sp.issparse(X):
-        dummy = np.empty((0, 0), dtype=X.dtype)
-        return (
-            True, dummy, X.data,
-            np.asarray(X.indices, dtype=np.int64), np.asarray(X.indptr, dtype=np.int64),
-        )
-    empty = np.empty(0, dtype=X.dtype)
-    e64 = np.empty(0, dtype=np.int64)
-    return False, X, empty, e64, e64
+    With features wanted, the sets in flight (one group per thread) are kept
+    to half the output CSR together, so fit_transform stays within 1.5x its
+    output plus the vocabulary; a plain fit keeps the kernel's default.  The
+    vocabulary is the same either way.
+    """
+    default = _binning_fast.GROUP_BUDGET_BYTES
+    if not return_features:
+        return default
+    return int(max(1 << 20, min(default, output_bytes // (4 * n_threads))))
 
 
 def _shrink(a, n):

@@ -1,8 +1,6 @@
 import numpy as np
 from numpy.typing import NDArray
 
-BLOCK_ROWS: int
-
 def n_blocks(n_rows: int) -> int: ...
 def finish_apply(
     Q: NDArray[np.floating],

@@ -5,7 +5,7 @@ With K targets the CG iterates are D × K blocks; in NumPy each update is a
 separate pass (plus temporaries), which profiling showed costing as much as
 the sparse products for K = 7.  These kernels do each group of updates in one
 pass over the block.  Column reductions (inner products, norms) are summed
-in double over fixed blocks of ``BLOCK_ROWS`` rows (independent of the thread
+in double over fixed blocks of ``_BLOCK`` rows (independent of the thread
 count) into a (n_blocks, K) array that the caller sums in block order, so
 results are bit-identical for any number of threads.
 """
@@ -13,7 +13,6 @@ results are bit-identical for any number of threads.
 cimport cython
 from cython.parallel cimport prange
 
-BLOCK_ROWS = 4096
 cdef Py_ssize_t _BLOCK = 4096
 
 

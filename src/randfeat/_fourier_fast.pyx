@@ -3,13 +3,15 @@
 
 The output is cut into tiles of a fixed number of rows by a fixed number of
 columns (sizes depend on the output width and dtype only, never on the thread
-count).  OpenMP threads take row tiles; for each column block of its tile a
-thread writes X_tile @ W_block straight into the output with a
-single-threaded BLAS gemm (or a sparse-rows loop for CSR input), then turns
-those values into scale*cos / scale*sin in place while they are still in L2.
-No N × D temporary is ever made; the only extra memory is BLAS's packing
-buffers.  Each output element is computed by the same operations whichever
-thread computes it, so the output is bit-identical for any thread count.
+count).  A chunk of work is one row tile over a run of whole column blocks
+(all of them unless the output is very wide).  For each column block a thread
+writes X_tile @ W_block straight into the output with a single-threaded BLAS
+gemm (or a sparse-rows loop for CSR input), then turns those values into
+scale*cos / scale*sin in place while they are still in L2.  No N × D
+temporary is ever made; the only extra memory is BLAS's packing buffers.
+Each output element is computed by the same operations whichever thread
+computes it, so the output is bit-identical for any thread count.  The
+chunks run on ``_openmp.ChunkLoop``, which checks for Ctrl-C between slabs.
 
 Callers (randfeat._fourier_transform) must run these functions under
 ``randfeat._threads.single_threaded_blas()`` and pass validated input.
@@ -17,8 +19,10 @@ Callers (randfeat._fourier_transform) must run these functions under
 
 cimport cython
 from cython cimport floating
-from cython.parallel cimport parallel, prange
-from scipy.linalg.cython_blas cimport dgemm, sgemm
+from libc.stdint cimport int32_t, int64_t
+
+from ._cycommon cimport gemm, index_t
+from ._openmp cimport ChunkLoop
 
 cdef extern from "randfeat_trig.h" nogil:
     void rf_sincos_f64(double *x, double *s, Py_ssize_t n, double scale)
@@ -30,18 +34,17 @@ cdef extern from "randfeat_trig.h" nogil:
     double RF_TRIG_LIMIT_F64
     float RF_TRIG_LIMIT_F32
 
-ctypedef fused index_t:
-    int
-    long long
-
 # Bytes of output one tile may touch: this CPU family's 1 MiB L2, so the
 # gemm result is still cached when the trig pass reads it back.  Tiles are
 # tall (256 rows) so BLAS packs each block of W once per 256 rows: measured
 # 10-20% faster than 64-row tiles for d = 784, no slower for small d.
+# A chunk spans at most BLOCKS_PER_CHUNK column blocks (16 MiB of output,
+# a few ms), so that very wide outputs still give short chunks.
 cdef enum:
     TILE_BYTES = 1024 * 1024
     TILE_ROWS = 256
     MAX_TILE_ROWS = 512
+    BLOCKS_PER_CHUNK = 16
 
 cdef int _ISA = rf_trig_init()
 
@@ -76,6 +79,20 @@ def tile_shape(Py_ssize_t n_freq, Py_ssize_t itemsize, bint cossin):
     return rows, cols
 
 
+cdef inline void _sincos(floating *x, floating *s, Py_ssize_t n, floating scale) noexcept nogil:
+    if floating is double:
+        rf_sincos_f64(x, s, n, scale)
+    else:
+        rf_sincos_f32(x, s, n, scale)
+
+
+cdef inline void _cos(floating *x, const floating *b, Py_ssize_t n, floating scale) noexcept nogil:
+    if floating is double:
+        rf_cos_f64(x, b, n, scale)
+    else:
+        rf_cos_f32(x, b, n, scale)
+
+
 cdef inline void _trig_rows(floating *out, Py_ssize_t ld_out, Py_ssize_t r0, Py_ssize_t r1,
                             Py_ssize_t c0, Py_ssize_t m, Py_ssize_t n_freq,
                             const floating *b, bint cossin, floating scale) noexcept nogil:
@@ -84,40 +101,27 @@ cdef inline void _trig_rows(floating *out, Py_ssize_t ld_out, Py_ssize_t r0, Py_
     cdef floating *row
     for i in range(r0, r1):
         row = out + i * ld_out
-        if floating is double:
-            if cossin:
-                rf_sincos_f64(row + c0, row + n_freq + c0, m, scale)
-            else:
-                rf_cos_f64(row + c0, b + c0, m, scale)
+        if cossin:
+            _sincos(row + c0, row + n_freq + c0, m, scale)
         else:
-            if cossin:
-                rf_sincos_f32(row + c0, row + n_freq + c0, m, scale)
-            else:
-                rf_cos_f32(row + c0, b + c0, m, scale)
+            _cos(row + c0, b + c0, m, scale)
 
 
 cdef void _dense_tile(const floating *X, Py_ssize_t ldx, bint x_colmajor, Py_ssize_t d,
                       const floating *W, Py_ssize_t n_freq, const floating *b,
                       floating *out, Py_ssize_t ld_out, Py_ssize_t r0, Py_ssize_t r1,
-                      Py_ssize_t col_block, bint cossin, floating scale) noexcept nogil:
+                      Py_ssize_t c_lo, Py_ssize_t c_hi, Py_ssize_t col_block, bint cossin,
+                      floating scale) noexcept nogil:
     # Row-major out = X @ W is column-major outᵀ = Wᵀ @ Xᵀ, and a row-major
     # W (d × n_freq) is the column-major Wᵀ: so gemm('N', ·) with A = W and
     # B = X (transposed by gemm when X is Fortran-ordered).
-    cdef char transa = b'N'
-    cdef char transb = b'T' if x_colmajor else b'N'
-    cdef int m, n = <int>(r1 - r0), k = <int>d
-    cdef int lda = <int>n_freq, ldb = <int>ldx, ldc = <int>ld_out
-    cdef floating alpha = 1, beta = 0
+    cdef int m
     cdef const floating *Xt = (X + r0) if x_colmajor else (X + r0 * ldx)
-    cdef Py_ssize_t c0 = 0
-    while c0 < n_freq:  # column blocks
+    cdef Py_ssize_t c0 = c_lo
+    while c0 < c_hi:  # column blocks
         m = <int>min(col_block, n_freq - c0)
-        if floating is double:
-            dgemm(&transa, &transb, &m, &n, &k, &alpha, <double *>(W + c0), &lda,
-                  <double *>Xt, &ldb, &beta, out + r0 * ld_out + c0, &ldc)
-        else:
-            sgemm(&transa, &transb, &m, &n, &k, &alpha, <float *>(W + c0), &lda,
-                  <float *>Xt, &ldb, &beta, out + r0 * ld_out + c0, &ldc)
+        gemm(c'N', c'T' if x_colmajor else c'N', m, <int>(r1 - r0), <int>d, 1, W + c0,
+             <int>n_freq, Xt, <int>ldx, 0, out + r0 * ld_out + c0, <int>ld_out)
         _trig_rows(out, ld_out, r0, r1, c0, m, n_freq, b, cossin, scale)
         c0 += col_block
 
@@ -125,12 +129,13 @@ cdef void _dense_tile(const floating *X, Py_ssize_t ldx, bint x_colmajor, Py_ssi
 cdef void _csr_tile(const floating *data, const index_t *indices, const index_t *indptr,
                     const floating *W, Py_ssize_t n_freq, const floating *b,
                     floating *out, Py_ssize_t ld_out, Py_ssize_t r0, Py_ssize_t r1,
-                    Py_ssize_t col_block, bint cossin, floating scale) noexcept nogil:
-    cdef Py_ssize_t c0 = 0, m, i, j, c
+                    Py_ssize_t c_lo, Py_ssize_t c_hi, Py_ssize_t col_block, bint cossin,
+                    floating scale) noexcept nogil:
+    cdef Py_ssize_t c0 = c_lo, m, i, j, c
     cdef floating v
     cdef floating *row
     cdef const floating *wrow
-    while c0 < n_freq:  # column blocks
+    while c0 < c_hi:  # column blocks
         m = min(col_block, n_freq - c0)
         for i in range(r0, r1):
             row = out + i * ld_out + c0
@@ -146,8 +151,81 @@ cdef void _csr_tile(const floating *data, const index_t *indices, const index_t 
         c0 += col_block
 
 
-@cython.boundscheck(False)
-@cython.wraparound(False)
+cdef class _FourierTiles(ChunkLoop):
+    """The tiles of one call; chunk c = row tile c // n_col_chunks, column run c % n_col_chunks."""
+    cdef Py_ssize_t n_rows, n_freq, ld_out, tile_rows, col_block, chunk_cols, n_col_chunks
+    cdef bint cossin, single
+    cdef double scale
+    cdef const void *W
+    cdef const void *b
+    cdef void *out
+
+    cdef void setup(self, Py_ssize_t n_rows, Py_ssize_t n_freq, bint single, bint cossin,
+                    double scale, Py_ssize_t tile_rows, Py_ssize_t col_block, int n_threads,
+                    const void *W, const void *b, void *out, Py_ssize_t ld_out):
+        cdef Py_ssize_t n_blocks = (n_freq + col_block - 1) // col_block
+        self.n_rows, self.n_freq, self.single, self.cossin, self.scale = n_rows, n_freq, single, cossin, scale
+        self.tile_rows, self.col_block, self.n_threads = tile_rows, col_block, n_threads
+        self.W, self.b, self.out, self.ld_out = W, b, out, ld_out
+        self.chunk_cols = min(n_blocks, <Py_ssize_t>BLOCKS_PER_CHUNK) * col_block
+        self.n_col_chunks = max(1, (n_freq + self.chunk_cols - 1) // self.chunk_cols)
+        self.n_chunks = ((n_rows + tile_rows - 1) // tile_rows) * self.n_col_chunks
+
+    cdef void run_chunk(self, Py_ssize_t chunk, void *scratch) noexcept nogil:
+        cdef Py_ssize_t r0 = (chunk // self.n_col_chunks) * self.tile_rows
+        cdef Py_ssize_t c0 = (chunk % self.n_col_chunks) * self.chunk_cols
+        self.tile(r0, min(self.n_rows, r0 + self.tile_rows), c0, min(self.n_freq, c0 + self.chunk_cols))
+
+    cdef void tile(self, Py_ssize_t r0, Py_ssize_t r1, Py_ssize_t c0, Py_ssize_t c1) noexcept nogil:
+        pass
+
+
+cdef class _DenseTiles(_FourierTiles):
+    cdef const void *X
+    cdef Py_ssize_t ldx, d
+    cdef bint colmajor
+
+    cdef void tile(self, Py_ssize_t r0, Py_ssize_t r1, Py_ssize_t c0, Py_ssize_t c1) noexcept nogil:
+        if self.single:
+            _dense_tile(<const float *>self.X, self.ldx, self.colmajor, self.d, <const float *>self.W,
+                        self.n_freq, <const float *>self.b, <float *>self.out, self.ld_out, r0, r1,
+                        c0, c1, self.col_block, self.cossin, <float>self.scale)
+        else:
+            _dense_tile(<const double *>self.X, self.ldx, self.colmajor, self.d, <const double *>self.W,
+                        self.n_freq, <const double *>self.b, <double *>self.out, self.ld_out, r0, r1,
+                        c0, c1, self.col_block, self.cossin, self.scale)
+
+
+cdef class _CsrTiles(_FourierTiles):
+    cdef const void *data
+    cdef const void *indices
+    cdef const void *indptr
+    cdef bint idx64
+
+    cdef void tile(self, Py_ssize_t r0, Py_ssize_t r1, Py_ssize_t c0, Py_ssize_t c1) noexcept nogil:
+        # Picks the (value, index) instantiation of _csr_tile for this call's dtypes.
+        if self.single and self.idx64:
+            _csr_tile(<const float *>self.data, <const int64_t *>self.indices,
+                      <const int64_t *>self.indptr, <const float *>self.W, self.n_freq,
+                      <const float *>self.b, <float *>self.out, self.ld_out, r0, r1, c0, c1,
+                      self.col_block, self.cossin, <float>self.scale)
+        elif self.single:
+            _csr_tile(<const float *>self.data, <const int32_t *>self.indices,
+                      <const int32_t *>self.indptr, <const float *>self.W, self.n_freq,
+                      <const float *>self.b, <float *>self.out, self.ld_out, r0, r1, c0, c1,
+                      self.col_block, self.cossin, <float>self.scale)
+        elif self.idx64:
+            _csr_tile(<const double *>self.data, <const int64_t *>self.indices,
+                      <const int64_t *>self.indptr, <const double *>self.W, self.n_freq,
+                      <const double *>self.b, <double *>self.out, self.ld_out, r0, r1, c0, c1,
+                      self.col_block, self.cossin, self.scale)
+        else:
+            _csr_tile(<const double *>self.data, <const int32_t *>self.indices,
+                      <const int32_t *>self.indptr, <const double *>self.W, self.n_freq,
+                      <const double *>self.b, <double *>self.out, self.ld_out, r0, r1, c0, c1,
+                      self.col_block, self.cossin, self.scale)
+
+
 def fourier_dense(const floating[:, :] X, const floating[:, ::1] W, const floating[::1] b,
                   floating[:, ::1] out, bint cossin, double scale, int n_threads,
                   Py_ssize_t tile_rows=0, Py_ssize_t col_block=0):
@@ -157,66 +235,54 @@ def fourier_dense(const floating[:, :] X, const floating[:, ::1] W, const floati
 
     X must have one unit stride (C-ordered rows or Fortran-ordered columns,
     possibly with a larger leading dimension); ``b`` is ignored for cossin.
+    Raises KeyboardInterrupt (``out`` then half written) on Ctrl-C.
     """
     cdef Py_ssize_t N = X.shape[0], d = X.shape[1], n_freq = W.shape[1]
     cdef Py_ssize_t item = sizeof(floating)
-    cdef bint colmajor
-    cdef Py_ssize_t ldx
+    cdef _DenseTiles loop = _DenseTiles()
     if X.strides[1] == item:
-        colmajor = False
-        ldx = max(d, X.strides[0] // item)
+        loop.colmajor = False
+        loop.ldx = max(d, X.strides[0] // item)
     elif X.strides[0] == item:
-        colmajor = True
-        ldx = max(N, X.strides[1] // item)
+        loop.colmajor = True
+        loop.ldx = max(N, X.strides[1] // item)
     else:
         raise ValueError("X needs one unit stride; make it contiguous first")
     if W.shape[0] != d or out.shape[0] != N or out.shape[1] != (2 * n_freq if cossin else n_freq):
         raise ValueError("inconsistent shapes of X, W and out")
     if not cossin and b.shape[0] != n_freq:
         raise ValueError("b must have one phase per frequency")
+    if N == 0 or n_freq == 0:
+        return
     rows, cols = tile_shape(n_freq, item, cossin)
-    if tile_rows <= 0:
-        tile_rows = rows
-    if col_block <= 0:
-        col_block = cols
-    cdef Py_ssize_t n_tiles = (N + tile_rows - 1) // tile_rows
-    cdef Py_ssize_t t, r0
-    cdef floating fscale = <floating>scale
-    cdef const floating *bp = &b[0] if b.shape[0] > 0 else NULL
-    with nogil, parallel(num_threads=n_threads):
-        for t in prange(n_tiles, schedule='dynamic'):
-            r0 = t * tile_rows
-            _dense_tile(&X[0, 0], ldx, colmajor, d, &W[0, 0], n_freq, bp,
-                        &out[0, 0], out.shape[1], r0, min(N, r0 + tile_rows),
-                        col_block, cossin, fscale)
+    loop.X, loop.d = &X[0, 0], d
+    loop.setup(N, n_freq, floating is float, cossin, scale, tile_rows if tile_rows > 0 else rows,
+               col_block if col_block > 0 else cols, n_threads, &W[0, 0],
+               &b[0] if b.shape[0] > 0 else NULL, &out[0, 0], out.shape[1])
+    loop.run()
 
 
-@cython.boundscheck(False)
-@cython.wraparound(False)
 def fourier_csr(const floating[::1] data, const index_t[::1] indices, const index_t[::1] indptr,
                 const floating[:, ::1] W, const floating[::1] b, floating[:, ::1] out,
                 bint cossin, double scale, int n_threads):
     """Same as fourier_dense for a canonical CSR matrix (data, indices, indptr)."""
     cdef Py_ssize_t N = indptr.shape[0] - 1, n_freq = W.shape[1]
-    cdef Py_ssize_t item = sizeof(floating)
+    cdef _CsrTiles loop = _CsrTiles()
     if out.shape[0] != N or out.shape[1] != (2 * n_freq if cossin else n_freq):
         raise ValueError("inconsistent shapes of X, W and out")
     if not cossin and b.shape[0] != n_freq:
         raise ValueError("b must have one phase per frequency")
-    rows, cols = tile_shape(n_freq, item, cossin)
-    cdef Py_ssize_t tile_rows = rows, col_block = cols
-    cdef Py_ssize_t n_tiles = (N + tile_rows - 1) // tile_rows
-    cdef Py_ssize_t t, r0
-    cdef floating fscale = <floating>scale
-    cdef const floating *bp = &b[0] if b.shape[0] > 0 else NULL
+    if N == 0 or n_freq == 0:
+        return
+    rows, cols = tile_shape(n_freq, sizeof(floating), cossin)
     # An all-zero matrix may have empty data/indices: pass a valid pointer anyway.
-    cdef const floating *dp = &data[0] if data.shape[0] > 0 else &W[0, 0]
-    cdef const index_t *ip = &indices[0] if indices.shape[0] > 0 else &indptr[0]
-    with nogil, parallel(num_threads=n_threads):
-        for t in prange(n_tiles, schedule='dynamic'):
-            r0 = t * tile_rows
-            _csr_tile(dp, ip, &indptr[0], &W[0, 0], n_freq, bp, &out[0, 0], out.shape[1],
-                      r0, min(N, r0 + tile_rows), col_block, cossin, fscale)
+    loop.data = &data[0] if data.shape[0] > 0 else <const void *>&W[0, 0]
+    loop.indices = &indices[0] if indices.shape[0] > 0 else <const void *>&indptr[0]
+    loop.indptr = &indptr[0]
+    loop.idx64 = index_t is int64_t
+    loop.setup(N, n_freq, floating is float, cossin, scale, rows, cols, n_threads, &W[0, 0],
+               &b[0] if b.shape[0] > 0 else NULL, &out[0, 0], out.shape[1])
+    loop.run()
 
 
 def sincos(floating[::1] x, floating[::1] s, double scale=1.0):
@@ -225,10 +291,7 @@ def sincos(floating[::1] x, floating[::1] s, double scale=1.0):
         raise ValueError("x and s must have the same length")
     if x.shape[0] == 0:
         return
-    if floating is double:
-        rf_sincos_f64(&x[0], &s[0], x.shape[0], scale)
-    else:
-        rf_sincos_f32(&x[0], &s[0], x.shape[0], <float>scale)
+    _sincos(&x[0], &s[0], x.shape[0], <floating>scale)
 
 
 def cos_shifted(floating[::1] x, const floating[::1] b, double scale=1.0):
@@ -237,7 +300,4 @@ def cos_shifted(floating[::1] x, const floating[::1] b, double scale=1.0):
         raise ValueError("x and b must have the same length")
     if x.shape[0] == 0:
         return
-    if floating is double:
-        rf_cos_f64(&x[0], &b[0], x.shape[0], scale)
-    else:
-        rf_cos_f32(&x[0], &b[0], x.shape[0], <float>scale)
+    _cos(&x[0], &b[0], x.shape[0], <floating>scale)

@@ -23,6 +23,8 @@ import warnings
 import numpy as np
 from scipy.stats import qmc
 
+from ._memory import check_memory
+
 SAMPLINGS = ("iid", "orthogonal", "qmc")
 
 # Uniforms are kept this far from 0 and 1 so inverse CDFs stay finite.
@@ -107,6 +109,11 @@ def sample_fourier_parameters(spec, sampling, d, n, gamma, nu, rng, *, with_offs
     W : ndarray of shape (d, n), float64
     b : ndarray of shape (n,), float64, or None
     """
+    check_memory(
+        8 * d * n + (8 * n if with_offset else 0),
+        f"drawing {n} random frequencies in {d} dimensions (float64)",
+        "use a smaller n_components",
+    )
     if sampling == "qmc":
         dim = d + spec.qmc_extra_dims
         U = _qmc_points(dim + int(with_offset), n, rng)

@@ -1,13 +1,15 @@
 """Glue between RandomFourierFeatures and the fused kernel in ``_fourier_fast``.
 
 Chooses a memory layout the kernel takes, casts W and b to X's dtype,
-allocates the output and calls the kernel with BLAS limited to one thread.
+checks that the output fits in memory, allocates it and calls the kernel
+with BLAS limited to one thread.
 """
 
 import numpy as np
 import scipy.sparse as sp
 
 from . import _fourier_fast
+from ._memory import check_memory
 from ._threads import single_threaded_blas, threads_for
 
 _INT32_MAX = np.iinfo(np.int32).max
@@ -53,6 +55,12 @@ def fourier_features(X, W, b, cossin, n_threads):
     b = np.zeros(0, dtype=dtype) if cossin else np.ascontiguousarray(b, dtype=dtype)
     if max(X.shape[1], n_freq, D) > _INT32_MAX:
         raise ValueError("n_features and n_components must each be below 2**31 (BLAS int sizes)")
+    check_memory(
+        X.shape[0] * D * dtype.itemsize,
+        f"the features of {X.shape[0]} rows ({X.shape[0]} x {D} {dtype.name})",
+        "fit a model on them without holding them with Ridge(features=RandomFourierFeatures(...)), "
+        "or transform X in chunks of rows",
+    )
     # np.empty: pages are first touched by the threads that write them.
     out = np.empty((X.shape[0], D), dtype=dtype)
     n_threads = threads_for("fourier_output", out.size, n_threads)

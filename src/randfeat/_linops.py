@@ -42,8 +42,15 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import scipy.sparse as sp
 
-from ._onehot_fast import compact_columns, csr_gram_block, n_row_blocks, onehot_matmat, onehot_tmatmat
-from ._sparse_fast import csr_matmat, csr_normal_matmat, csr_row_weighted_sq_sums, sum_blocks
+from ._onehot_fast import n_row_blocks, onehot_matmat, onehot_tmatmat
+from ._sparse_fast import (
+    compact_columns,
+    csr_gram_block,
+    csr_matmat,
+    csr_normal_matmat,
+    csr_row_weighted_sq_sums,
+    sum_blocks,
+)
 from ._threads import single_threaded_blas, threads_for
 
 

@@ -22,17 +22,3 @@ def onehot_tmatmat(
     out: NDArray[np.float32] | NDArray[np.float64],
     n_threads: int,
 ) -> None: ...
-def compact_columns(
-    indptr: NDArray[np.int32] | NDArray[np.int64],
-    indices: NDArray[np.int32] | NDArray[np.int64],
-    data: NDArray[np.float32] | NDArray[np.float64],
-    position: NDArray[np.int32],
-) -> tuple[NDArray[np.int64], NDArray[np.int32], NDArray[np.float32] | NDArray[np.float64]]: ...
-def csr_gram_block(
-    indptr: NDArray[np.int64],
-    hidx: NDArray[np.int32],
-    hval: NDArray[np.float32] | NDArray[np.float64],
-    w: NDArray[np.float64],
-    out: NDArray[np.float64],
-    n_threads: int,
-) -> None: ...

@@ -18,50 +18,110 @@ memory traffic of a CSR product.  Both are bit-identical for any thread
 count: every output entry is summed by one thread in a fixed order
 (blocks in order for ``Z @ B``, rows in order for ``Zᵀ @ U``), in double
 precision also for float32 input.
-
-``csr_gram_block`` serves the solver's preconditioner (``_precond.py``): the
-dense Gram block Σ_i w_i z_ia z_ib over a chosen set of columns of any CSR
-matrix, each output row owned by one thread (again thread-count independent).
 """
 
 cimport cython
-import numpy as np
-from cython.parallel cimport parallel, prange
+from cython cimport floating
 from libc.stdint cimport int32_t, int64_t
-from libc.stdlib cimport free, malloc
 from libc.string cimport memset
 
+from ._openmp cimport ChunkLoop
+
 cdef extern from "randfeat_onehot.h" nogil:
-    void rf_onehot_init()
-    const char *rf_onehot_isa_name()
+    int rf_onehot_init()
+    const char *rf_isa_name(int isa)
     void rf_gather_add_f64(const int32_t *col, int64_t n, const double *src, int64_t K, double *acc)
     void rf_gather_add_f32(const int32_t *col, int64_t n, const float *src, int64_t K, double *acc)
     void rf_scatter_add_f64(const int32_t *col, int64_t n, const double *u, int64_t K, double *acc)
     void rf_scatter_add_f32(const int32_t *col, int64_t n, const float *u, int64_t K, double *acc)
 
-rf_onehot_init()
+cdef int _ISA = rf_onehot_init()
 
 
 def vector_isa():
     """The vector code path chosen at import: 'baseline', 'avx2' or 'avx512'."""
-    return rf_onehot_isa_name().decode()
+    return rf_isa_name(_ISA).decode()
 
 
 # Rows per block of ``onehot_matmat``: the block's K-column accumulator
 # (ROW_BLOCK × K doubles) stays in L1/L2 while every column block adds to it.
 cdef Py_ssize_t ROW_BLOCK = 2048
 
-ctypedef fused index_t:
-    int32_t
-    int64_t
+
+cdef inline void _gather_add(const int32_t *col, int64_t n, const floating *src, int64_t K,
+                             double *acc) noexcept nogil:
+    if floating is float:
+        rf_gather_add_f32(col, n, src, K, acc)
+    else:
+        rf_gather_add_f64(col, n, src, K, acc)
+
+
+cdef inline void _scatter_add(const int32_t *col, int64_t n, const floating *u, int64_t K,
+                              double *acc) noexcept nogil:
+    if floating is float:
+        rf_scatter_add_f32(col, n, u, K, acc)
+    else:
+        rf_scatter_add_f64(col, n, u, K, acc)
+
+
+cdef class _OneHot(ChunkLoop):
+    """The one-hot block description and the dense operand of one product."""
+    cdef const int32_t *bins     # (G, N) block-major
+    cdef const int64_t *start    # (G + 1,)
+    cdef Py_ssize_t G, N, K
+    cdef double value
+    cdef bint single             # float32 operands
+    cdef const void *src         # B (D × K) or U (N × K)
+    cdef void *out
+
+
+cdef class _RowBlocks(_OneHot):
+    """Z @ B: chunk = ROW_BLOCK rows; scratch = their K-column accumulator."""
+    cdef const double *shift     # NULL: none
+    cdef const double *w         # NULL: unit weights
+    cdef double *sums            # NULL: no row-block sums
+
+    cdef void run_chunk(self, Py_ssize_t rb, void *scratch) noexcept nogil:
+        if self.single:
+            _row_block(self, <const float *>self.src, <float *>self.out, rb, <double *>scratch)
+        else:
+            _row_block(self, <const double *>self.src, <double *>self.out, rb, <double *>scratch)
+
+
+cdef inline void _row_block(_RowBlocks L, const floating *B, floating *out, Py_ssize_t rb,
+                            double *acc) noexcept nogil:
+    # Operands in locals: the stores to out / sums cannot then change them.
+    cdef Py_ssize_t K = L.K, N = L.N, G = L.G, i0 = rb * ROW_BLOCK, n = min(ROW_BLOCK, N - i0), g, ii, k
+    cdef const int32_t *bins = L.bins
+    cdef const int64_t *start = L.start
+    cdef const double *shift = L.shift
+    cdef const double *w = L.w
+    cdef double *sums = L.sums
+    cdef double value = L.value, v
+    memset(acc, 0, n * K * sizeof(double))
+    for g in range(G):
+        _gather_add(bins + g * N + i0, n, B + start[g] * K, K, acc)
+    if sums != NULL:
+        for k in range(K):
+            sums[rb * K + k] = 0.0
+    for ii in range(n):
+        for k in range(K):
+            v = value * acc[ii * K + k]
+            if shift != NULL:
+                v = v - shift[k]
+            if w != NULL:
+                v = v * w[i0 + ii]
+            out[(i0 + ii) * K + k] = <floating>v
+            if sums != NULL:
+                sums[rb * K + k] += v
 
 
 def onehot_matmat(
     const int32_t[:, ::1] bins,
     const int64_t[::1] start,
     double value,
-    const cython.floating[:, ::1] B,
-    cython.floating[:, ::1] out,
+    const floating[:, ::1] B,
+    floating[:, ::1] out,
     const double[::1] shift,
     const double[::1] w,
     double[:, ::1] row_block_sums,
@@ -94,18 +154,9 @@ def onehot_matmat(
     """
     cdef Py_ssize_t G = bins.shape[0], N = bins.shape[1], K = B.shape[1]
     cdef Py_ssize_t n_rb = (N + ROW_BLOCK - 1) // ROW_BLOCK
-    cdef Py_ssize_t rb, i0, n, g, ii, k
-    cdef double *acc
-    cdef double v
-    cdef const cython.floating *src
-    cdef const int32_t *col
     cdef bint shifted = shift.shape[0] > 0, weighted = w.shape[0] > 0
     cdef bint sums = row_block_sums.shape[0] > 0
-    # Set by a thread whose buffer allocation failed (an array element, so
-    # the write is shared: a plain variable assigned in a parallel block is
-    # thread-private in Cython).
-    cdef int failed[1]
-    failed[0] = 0
+    cdef _RowBlocks loop = _RowBlocks()
     if out.shape[0] != N or out.shape[1] != K:
         raise ValueError("out has the wrong shape")
     if start.shape[0] != G + 1 or start[G] != B.shape[0]:
@@ -116,40 +167,15 @@ def onehot_matmat(
         raise ValueError("row_block_sums has the wrong shape")
     if N == 0 or K == 0:
         return
-    if n_threads < 1:
-        n_threads = 1
-    with nogil, parallel(num_threads=n_threads):
-        acc = <double *> malloc(ROW_BLOCK * K * sizeof(double))
-        if acc == NULL:
-            failed[0] = 1
-        else:
-            for rb in prange(n_rb, schedule="dynamic"):
-                i0 = rb * ROW_BLOCK
-                n = min(ROW_BLOCK, N - i0)
-                memset(acc, 0, n * K * sizeof(double))
-                for g in range(G):
-                    col = &bins[g, i0]
-                    src = &B[start[g], 0]
-                    if cython.floating is float:
-                        rf_gather_add_f32(col, n, src, K, acc)
-                    else:
-                        rf_gather_add_f64(col, n, src, K, acc)
-                if sums:
-                    for k in range(K):
-                        row_block_sums[rb, k] = 0.0
-                for ii in range(n):
-                    for k in range(K):
-                        v = value * acc[ii * K + k]
-                        if shifted:
-                            v = v - shift[k]
-                        if weighted:
-                            v = v * w[i0 + ii]
-                        out[i0 + ii, k] = <cython.floating>v
-                        if sums:
-                            row_block_sums[rb, k] += v
-            free(acc)
-    if failed[0]:
-        raise MemoryError("onehot_matmat: cannot allocate a row-block buffer")
+    loop.bins = &bins[0, 0] if G > 0 else NULL
+    loop.start, loop.G, loop.N, loop.K, loop.value = &start[0], G, N, K, value
+    loop.single, loop.src, loop.out = floating is float, &B[0, 0], &out[0, 0]
+    loop.shift = &shift[0] if shifted else NULL
+    loop.w = &w[0] if weighted else NULL
+    loop.sums = &row_block_sums[0, 0] if sums else NULL
+    loop.n_chunks, loop.n_threads = n_rb, max(1, n_threads)
+    loop.scratch_bytes = ROW_BLOCK * K * sizeof(double)
+    loop.run()
 
 
 def n_row_blocks(Py_ssize_t n_rows):
@@ -157,12 +183,33 @@ def n_row_blocks(Py_ssize_t n_rows):
     return (n_rows + ROW_BLOCK - 1) // ROW_BLOCK
 
 
+cdef class _ColumnBlocks(_OneHot):
+    """Zᵀ @ U: chunk = one column block, summed row by row in order; scratch = its accumulator."""
+
+    cdef void run_chunk(self, Py_ssize_t g, void *scratch) noexcept nogil:
+        if self.single:
+            _column_block(self, <const float *>self.src, <float *>self.out, g, <double *>scratch)
+        else:
+            _column_block(self, <const double *>self.src, <double *>self.out, g, <double *>scratch)
+
+
+cdef inline void _column_block(_ColumnBlocks L, const floating *U, floating *out, Py_ssize_t g,
+                               double *acc) noexcept nogil:
+    cdef Py_ssize_t K = L.K, first = L.start[g], width = L.start[g + 1] - first, b, k
+    cdef double value = L.value
+    memset(acc, 0, width * K * sizeof(double))
+    _scatter_add(L.bins + g * L.N, L.N, U, K, acc)
+    for b in range(width):
+        for k in range(K):
+            out[(first + b) * K + k] = <floating>(value * acc[b * K + k])
+
+
 def onehot_tmatmat(
     const int32_t[:, ::1] bins,
     const int64_t[::1] start,
     double value,
-    const cython.floating[:, ::1] U,
-    cython.floating[:, ::1] out,
+    const floating[:, ::1] U,
+    floating[:, ::1] out,
     int n_threads,
 ):
     """Write ``Zᵀ @ U`` into ``out`` for the one-hot block matrix Z.
@@ -179,129 +226,18 @@ def onehot_tmatmat(
         OpenMP threads; the result does not depend on it.
     """
     cdef Py_ssize_t G = bins.shape[0], N = bins.shape[1], K = U.shape[1]
-    cdef Py_ssize_t g, i, k, b, width, max_width = 0, base
-    cdef double *acc
-    cdef const int32_t *col
-    cdef int failed[1]
-    failed[0] = 0
+    cdef Py_ssize_t g, max_width = 0
+    cdef _ColumnBlocks loop = _ColumnBlocks()
     if U.shape[0] != N or out.shape[1] != K:
         raise ValueError("U / out have the wrong shape")
     if start.shape[0] != G + 1 or start[G] != out.shape[0]:
         raise ValueError("start does not match out")
     for g in range(G):
         max_width = max(max_width, start[g + 1] - start[g])
-    if K == 0:
+    if K == 0 or G == 0:
         return
-    if n_threads < 1:
-        n_threads = 1
-    with nogil, parallel(num_threads=n_threads):
-        acc = <double *> malloc(max(1, max_width * K) * sizeof(double))
-        if acc == NULL:
-            failed[0] = 1
-        else:
-            for g in prange(G, schedule="dynamic", chunksize=1):
-                width = start[g + 1] - start[g]
-                memset(acc, 0, width * K * sizeof(double))
-                col = &bins[g, 0]
-                if cython.floating is float:
-                    rf_scatter_add_f32(col, N, &U[0, 0], K, acc)
-                else:
-                    rf_scatter_add_f64(col, N, &U[0, 0], K, acc)
-                for b in range(width):
-                    for k in range(K):
-                        out[start[g] + b, k] = <cython.floating>(value * acc[b * K + k])
-            free(acc)
-    if failed[0]:
-        raise MemoryError("onehot_tmatmat: cannot allocate a column-block buffer")
-
-
-def compact_columns(
-    const index_t[::1] indptr,
-    const index_t[::1] indices,
-    const cython.floating[::1] data,
-    const int32_t[::1] position,
-):
-    """Keep only the entries of chosen columns of a CSR matrix, renumbered.
-
-    ``position[j]`` is the new number of column j, or −1 to drop it.
-    Returns ``(hptr int64, hidx int32, hval)``: the compact CSR (same rows).
-    Two serial passes (count, fill); O(nnz).
-    """
-    cdef Py_ssize_t N = indptr.shape[0] - 1, i
-    cdef index_t p
-    cdef int64_t m = 0
-    cdef int32_t a
-    hptr_arr = np.empty(N + 1, dtype=np.int64)
-    cdef int64_t[::1] hptr = hptr_arr
-    with nogil:
-        hptr[0] = 0
-        for i in range(N):
-            for p in range(indptr[i], indptr[i + 1]):
-                if position[indices[p]] >= 0:
-                    m += 1
-            hptr[i + 1] = m
-    hidx_arr = np.empty(m, dtype=np.int32)
-    hval_arr = np.empty(m, dtype=np.float32 if cython.floating is float else np.float64)
-    cdef int32_t[::1] hidx = hidx_arr
-    cdef cython.floating[::1] hval = hval_arr
-    m = 0
-    with nogil:
-        for i in range(N):
-            for p in range(indptr[i], indptr[i + 1]):
-                a = position[indices[p]]
-                if a >= 0:
-                    hidx[m] = a
-                    hval[m] = data[p]
-                    m += 1
-    return hptr_arr, hidx_arr, hval_arr
-
-
-def csr_gram_block(
-    const int64_t[::1] indptr,
-    const int32_t[::1] hidx,
-    const cython.floating[::1] hval,
-    const double[::1] w,
-    double[:, ::1] out,
-    int n_threads,
-):
-    """Upper triangle of the Gram block Σ_i w_i h_i h_iᵀ of a compact CSR.
-
-    The compact CSR (``indptr``, ``hidx``, ``hval``) holds, for every row of
-    Z, only its entries in the chosen columns, renumbered 0..h−1 in
-    increasing column order (so ``hidx`` is increasing within a row).
-    ``out[a, b]`` for a <= b receives Σ_i w_i Z_ia Z_ib; the lower triangle
-    is left at zero.  Output row a is owned by thread a mod T, which walks
-    all rows in order: each entry is summed by one thread in row order,
-    so the result does not depend on the thread count.
-
-    Parameters
-    ----------
-    indptr : (N + 1,) int64
-    hidx : (nnz_h,) int32, column positions 0..h−1, increasing within a row
-    hval : (nnz_h,) float32 or float64
-    w : (N,) double sample weights, or length 0 for unit weights
-    out : (h, h) double, zeroed by the caller
-    n_threads : int
-    """
-    cdef Py_ssize_t N = indptr.shape[0] - 1, h = out.shape[0]
-    cdef Py_ssize_t t, i, p, q, a, T
-    cdef int64_t p0, p1
-    cdef double wv
-    cdef bint weighted = w.shape[0] > 0
-    if out.shape[1] != h:
-        raise ValueError("out must be square")
-    if weighted and w.shape[0] != N:
-        raise ValueError("w has the wrong length")
-    T = max(1, n_threads)
-    with nogil:
-        for t in prange(T, num_threads=T, schedule="static", chunksize=1):
-            for i in range(N):
-                p0 = indptr[i]
-                p1 = indptr[i + 1]
-                for p in range(p0, p1):
-                    a = hidx[p]
-                    if a % T != t:
-                        continue
-                    wv = <double>hval[p] * (w[i] if weighted else 1.0)
-                    for q in range(p, p1):
-                        out[a, hidx[q]] += wv * <double>hval[q]
+    loop.bins, loop.start, loop.G, loop.N, loop.K, loop.value = &bins[0, 0], &start[0], G, N, K, value
+    loop.single, loop.src, loop.out = floating is float, &U[0, 0] if N > 0 else NULL, &out[0, 0]
+    loop.n_chunks, loop.n_threads = G, max(1, n_threads)
+    loop.scratch_bytes = max(1, max_width * K) * sizeof(double)
+    loop.run()

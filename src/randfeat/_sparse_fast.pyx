@@ -1,5 +1,6 @@
 # cython: language_level=3
-"""Parallel sparse x dense products used by the conjugate-gradient solver.
+# distutils: language = c++
+"""Parallel sparse × dense products and CSR helpers used by the CG solver.
 
 One kernel, ``csr_matmat``, computes ``out = A @ B`` for a CSR matrix A and
 a dense C-ordered block B of K columns.  It serves both products of a CG
@@ -10,25 +11,26 @@ bit-identical for any thread count and any schedule: there is no reduction
 across threads.  Sums are accumulated in double precision for float32 input
 (the columns of a binning feature matrix can hold hundreds of thousands of
 nonzeros, where float32 accumulation would lose digits).
+
+The row loops are C++ templates (``_csrc/randfeat_spmm.hpp``) instantiated
+here once per index × value type through Cython's fused types; this module
+is therefore compiled as C++.  ``compact_columns`` and ``csr_gram_block``
+serve the preconditioner (``_precond.py``) on any CSR matrix.
 """
 
 cimport cython
-from cython.parallel cimport parallel, prange
+from cython.parallel cimport prange
 from libc.stdint cimport int32_t, int64_t
 
-cdef extern from "randfeat_spmm.h" nogil:
-    void rf_row_times_i32_f32(const int32_t*, const float*, int64_t, int64_t, const float*, int64_t, float*)
-    void rf_row_times_i32_f64(const int32_t*, const double*, int64_t, int64_t, const double*, int64_t, double*)
-    void rf_row_times_i64_f32(const int64_t*, const float*, int64_t, int64_t, const float*, int64_t, float*)
-    void rf_row_times_i64_f64(const int64_t*, const double*, int64_t, int64_t, const double*, int64_t, double*)
-    void rf_row_normal_i32_f32(const int32_t*, const float*, int64_t, int64_t, const float*, int64_t, const double*, double, double*, double*)
-    void rf_row_normal_i32_f64(const int32_t*, const double*, int64_t, int64_t, const double*, int64_t, const double*, double, double*, double*)
-    void rf_row_normal_i64_f32(const int64_t*, const float*, int64_t, int64_t, const float*, int64_t, const double*, double, double*, double*)
-    void rf_row_normal_i64_f64(const int64_t*, const double*, int64_t, int64_t, const double*, int64_t, const double*, double, double*, double*)
+import numpy as np
 
-ctypedef fused index_t:
-    int32_t
-    int64_t
+from ._cycommon cimport index_t
+
+cdef extern from "randfeat_spmm.hpp" nogil:
+    void rf_row_times[I, V](const I *ind, const V *dat, int64_t start, int64_t end, const V *B,
+                            int64_t K, V *out_row)
+    void rf_row_normal[I, V](const I *ind, const V *dat, int64_t start, int64_t end, const V *P,
+                             int64_t K, const double *mup, double wi, double *part, double *usum)
 
 
 def csr_matmat(
@@ -63,16 +65,7 @@ def csr_matmat(
         # Dynamic schedule: rows of a CSC copy (bins) have very uneven
         # lengths.  It cannot change the result, only the balance.
         for i in prange(n_rows, num_threads=n_threads, schedule="dynamic", chunksize=256):
-            if index_t is int32_t:
-                if cython.floating is float:
-                    rf_row_times_i32_f32(&indices[0], &data[0], indptr[i], indptr[i + 1], &B[0, 0], K, &out[i, 0])
-                else:
-                    rf_row_times_i32_f64(&indices[0], &data[0], indptr[i], indptr[i + 1], &B[0, 0], K, &out[i, 0])
-            else:
-                if cython.floating is float:
-                    rf_row_times_i64_f32(&indices[0], &data[0], indptr[i], indptr[i + 1], &B[0, 0], K, &out[i, 0])
-                else:
-                    rf_row_times_i64_f64(&indices[0], &data[0], indptr[i], indptr[i + 1], &B[0, 0], K, &out[i, 0])
+            rf_row_times(&indices[0], &data[0], indptr[i], indptr[i + 1], &B[0, 0], K, &out[i, 0])
 
 
 def csr_row_weighted_sq_sums(
@@ -164,16 +157,8 @@ def csr_normal_matmat(
             i1 = min(i0 + step, N)
             for i in range(i0, i1):
                 wi = w[i] if weighted else 1.0
-                if index_t is int32_t:
-                    if cython.floating is float:
-                        rf_row_normal_i32_f32(&indices[0], &data[0], indptr[i], indptr[i + 1], &P[0, 0], K, &mup[0], wi, &partial[b, 0, 0], &usum[b, 0])
-                    else:
-                        rf_row_normal_i32_f64(&indices[0], &data[0], indptr[i], indptr[i + 1], &P[0, 0], K, &mup[0], wi, &partial[b, 0, 0], &usum[b, 0])
-                else:
-                    if cython.floating is float:
-                        rf_row_normal_i64_f32(&indices[0], &data[0], indptr[i], indptr[i + 1], &P[0, 0], K, &mup[0], wi, &partial[b, 0, 0], &usum[b, 0])
-                    else:
-                        rf_row_normal_i64_f64(&indices[0], &data[0], indptr[i], indptr[i + 1], &P[0, 0], K, &mup[0], wi, &partial[b, 0, 0], &usum[b, 0])
+                rf_row_normal(&indices[0], &data[0], indptr[i], indptr[i + 1], &P[0, 0], K,
+                              &mup[0], wi, &partial[b, 0, 0], &usum[b, 0])
 
 
 def sum_blocks(const double[:, :, ::1] partial, cython.floating[:, ::1] out, int n_threads):
@@ -188,3 +173,95 @@ def sum_blocks(const double[:, :, ::1] partial, cython.floating[:, ::1] out, int
                 for b in range(nb):
                     acc = acc + partial[b, j, k]
                 out[j, k] = <cython.floating>acc
+
+
+def compact_columns(
+    const index_t[::1] indptr,
+    const index_t[::1] indices,
+    const cython.floating[::1] data,
+    const int32_t[::1] position,
+):
+    """Keep only the entries of chosen columns of a CSR matrix, renumbered.
+
+    ``position[j]`` is the new number of column j, or −1 to drop it.
+    Returns ``(hptr int64, hidx int32, hval)``: the compact CSR (same rows).
+    Two serial passes (count, fill); O(nnz).
+    """
+    cdef Py_ssize_t N = indptr.shape[0] - 1, i
+    cdef index_t p
+    cdef int64_t m = 0
+    cdef int32_t a
+    hptr_arr = np.empty(N + 1, dtype=np.int64)
+    cdef int64_t[::1] hptr = hptr_arr
+    with nogil:
+        hptr[0] = 0
+        for i in range(N):
+            for p in range(indptr[i], indptr[i + 1]):
+                if position[indices[p]] >= 0:
+                    m += 1
+            hptr[i + 1] = m
+    hidx_arr = np.empty(m, dtype=np.int32)
+    hval_arr = np.empty(m, dtype=np.float32 if cython.floating is float else np.float64)
+    cdef int32_t[::1] hidx = hidx_arr
+    cdef cython.floating[::1] hval = hval_arr
+    m = 0
+    with nogil:
+        for i in range(N):
+            for p in range(indptr[i], indptr[i + 1]):
+                a = position[indices[p]]
+                if a >= 0:
+                    hidx[m] = a
+                    hval[m] = data[p]
+                    m += 1
+    return hptr_arr, hidx_arr, hval_arr
+
+
+def csr_gram_block(
+    const int64_t[::1] indptr,
+    const int32_t[::1] hidx,
+    const cython.floating[::1] hval,
+    const double[::1] w,
+    double[:, ::1] out,
+    int n_threads,
+):
+    """Upper triangle of the Gram block Σ_i w_i h_i h_iᵀ of a compact CSR.
+
+    The compact CSR (``indptr``, ``hidx``, ``hval``) holds, for every row of
+    Z, only its entries in the chosen columns, renumbered 0..h−1 in
+    increasing column order (so ``hidx`` is increasing within a row).
+    ``out[a, b]`` for a <= b receives Σ_i w_i Z_ia Z_ib; the lower triangle
+    is left at zero.  Output row a is owned by thread a mod T, which walks
+    all rows in order: each entry is summed by one thread in row order,
+    so the result does not depend on the thread count.
+
+    Parameters
+    ----------
+    indptr : (N + 1,) int64
+    hidx : (nnz_h,) int32, column positions 0..h−1, increasing within a row
+    hval : (nnz_h,) float32 or float64
+    w : (N,) double sample weights, or length 0 for unit weights
+    out : (h, h) double, zeroed by the caller
+    n_threads : int
+    """
+    cdef Py_ssize_t N = indptr.shape[0] - 1, h = out.shape[0]
+    cdef Py_ssize_t t, i, p, q, a, T
+    cdef int64_t p0, p1
+    cdef double wv
+    cdef bint weighted = w.shape[0] > 0
+    if out.shape[1] != h:
+        raise ValueError("out must be square")
+    if weighted and w.shape[0] != N:
+        raise ValueError("w has the wrong length")
+    T = max(1, n_threads)
+    with nogil:
+        for t in prange(T, num_threads=T, schedule="static", chunksize=1):
+            for i in range(N):
+                p0 = indptr[i]
+                p1 = indptr[i + 1]
+                for p in range(p0, p1):
+                    a = hidx[p]
+                    if a % T != t:
+                        continue
+                    wv = <double>hval[p] * (w[i] if weighted else 1.0)
+                    for q in range(p, p1):
+                        out[a, hidx[q]] += wv * <double>hval[q]

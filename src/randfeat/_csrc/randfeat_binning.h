@@ -38,11 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "randfeat_dispatch.h"
-
-#if defined(_MSC_VER) && !defined(__cplusplus)
-#define restrict __restrict /* MSVC's C mode spells C99 restrict this way */
-#endif
+#include "randfeat_common.h"
 
 #if RF_X86_DISPATCH
 #include <immintrin.h>
@@ -72,34 +68,35 @@ static inline uint64_t rf_fmix64(uint64_t h) {
  * contiguous; h receives Ppad hashes (padding lanes have u = inv = 0 and are
  * ignored by the caller). */
 
-#define RF_HASH_ROW_GENERIC(NAME, ATTR)                                              \
-    ATTR static void NAME(const double *restrict x, int64_t d, int64_t Ppad,         \
-                          const double *restrict U, const double *restrict INV,      \
-                          uint64_t *restrict h) {                                    \
-        for (int64_t p = 0; p < Ppad; p++) h[p] = RF_BIN_SEED;                       \
-        for (int64_t m = 0; m < d; m++) {                                            \
-            const double xm = x[m];                                                  \
-            const double *restrict u = U + m * Ppad;                                 \
-            const double *restrict iv = INV + m * Ppad;                              \
-            for (int64_t p = 0; p < Ppad; p++) {                                     \
-                uint64_t v = h[p] + (uint64_t)(int64_t)floor((xm - u[p]) * iv[p]);   \
-                v *= RF_BIN_MUL;                                                     \
-                h[p] = v ^ (v >> RF_BIN_SHIFT);                                      \
-            }                                                                        \
-        }                                                                            \
-        for (int64_t p = 0; p < Ppad; p++) h[p] = rf_fmix64(h[p]);                   \
-    }
+#define RF_HASH_ROW_PARAMS                                                           \
+    (const double *RF_RESTRICT x, int64_t d, int64_t Ppad, const double *RF_RESTRICT U,    \
+     const double *RF_RESTRICT INV, uint64_t *RF_RESTRICT h)
 
-RF_HASH_ROW_GENERIC(rf_hash_row_baseline, )
+RF_INLINE void rf_hash_row_body RF_HASH_ROW_PARAMS {
+    for (int64_t p = 0; p < Ppad; p++) h[p] = RF_BIN_SEED;
+    for (int64_t m = 0; m < d; m++) {
+        const double xm = x[m];
+        const double *RF_RESTRICT u = U + m * Ppad;
+        const double *RF_RESTRICT iv = INV + m * Ppad;
+        for (int64_t p = 0; p < Ppad; p++) {
+            uint64_t v = h[p] + (uint64_t)(int64_t)floor((xm - u[p]) * iv[p]);
+            v *= RF_BIN_MUL;
+            h[p] = v ^ (v >> RF_BIN_SHIFT);
+        }
+    }
+    for (int64_t p = 0; p < Ppad; p++) h[p] = rf_fmix64(h[p]);
+}
+
+/* baseline and AVX2 from the generic body; AVX-512 written by hand below */
+RF_ISA_CLONE(rf_hash_row, baseline, , RF_HASH_ROW_PARAMS, (x, d, Ppad, U, INV, h))
 #if RF_X86_DISPATCH
-RF_HASH_ROW_GENERIC(rf_hash_row_avx2, RF_TARGET_AVX2)
+RF_ISA_CLONE(rf_hash_row, avx2, RF_TARGET_AVX2, RF_HASH_ROW_PARAMS, (x, d, Ppad, U, INV, h))
 
 /* AVX-512: NV <= 8 vectors of 8 grids stay in registers while m runs over all d
  * dimensions (x[m] broadcast); vcvtpd2qq with round-down does floor and the
  * int64 conversion in one instruction (same value as (int64)floor(t) for
  * |t| < 2^63), vpmullq is the native 64-bit multiply. */
-RF_TARGET_AVX512 static inline __attribute__((always_inline)) __m512i
-rf_fmix64_avx512(__m512i h) {
+RF_TARGET_AVX512 RF_INLINE __m512i rf_fmix64_avx512(__m512i h) {
     h = _mm512_xor_si512(h, _mm512_srli_epi64(h, 33));
     h = _mm512_mullo_epi64(h, _mm512_set1_epi64((long long)RF_FMIX_M1));
     h = _mm512_xor_si512(h, _mm512_srli_epi64(h, 33));
@@ -107,9 +104,9 @@ rf_fmix64_avx512(__m512i h) {
     return _mm512_xor_si512(h, _mm512_srli_epi64(h, 33));
 }
 
-RF_TARGET_AVX512 static inline __attribute__((always_inline)) void rf_hash_block_avx512(
-    const double *restrict x, int64_t d, int64_t Ppad, const double *restrict U,
-    const double *restrict INV, uint64_t *restrict h, int64_t p0, const int NV) {
+RF_TARGET_AVX512 RF_INLINE void rf_hash_block_avx512(
+    const double *RF_RESTRICT x, int64_t d, int64_t Ppad, const double *RF_RESTRICT U,
+    const double *RF_RESTRICT INV, uint64_t *RF_RESTRICT h, int64_t p0, const int NV) {
     __m512i acc[8];
     const __m512i mul = _mm512_set1_epi64((long long)RF_BIN_MUL);
     for (int k = 0; k < NV; k++) acc[k] = _mm512_set1_epi64((long long)RF_BIN_SEED);
@@ -129,10 +126,10 @@ RF_TARGET_AVX512 static inline __attribute__((always_inline)) void rf_hash_block
         _mm512_storeu_si512((void *)(h + p0 + 8 * k), rf_fmix64_avx512(acc[k]));
 }
 
-RF_TARGET_AVX512 static void rf_hash_row_avx512(const double *restrict x, int64_t d,
-                                                int64_t Ppad, const double *restrict U,
-                                                const double *restrict INV,
-                                                uint64_t *restrict h) {
+RF_TARGET_AVX512 static void rf_hash_row_avx512(const double *RF_RESTRICT x, int64_t d,
+                                                int64_t Ppad, const double *RF_RESTRICT U,
+                                                const double *RF_RESTRICT INV,
+                                                uint64_t *RF_RESTRICT h) {
     int64_t p0 = 0;
     for (; p0 + 64 <= Ppad; p0 += 64) rf_hash_block_avx512(x, d, Ppad, U, INV, h, p0, 8);
     switch ((Ppad - p0) / 8) { /* constant NV: the block is unrolled with acc[] in registers */
@@ -148,20 +145,13 @@ RF_TARGET_AVX512 static void rf_hash_row_avx512(const double *restrict x, int64_
 }
 #endif
 
-typedef void (*rf_hash_row_fn)(const double *, int64_t, int64_t, const double *,
-                               const double *, uint64_t *);
+RF_ISA_POINTER(rf_hash_row, RF_HASH_ROW_PARAMS)
 
-static rf_hash_row_fn rf_binning_hash_row = rf_hash_row_baseline;
-static int rf_binning_isa = RF_ISA_BASELINE;
-
-/* Choose the hashing path once (at module import). */
-static void rf_binning_init_dispatch(void) {
-    rf_binning_isa = rf_detect_isa();
-#if RF_X86_DISPATCH
-    if (rf_binning_isa == RF_ISA_AVX512) rf_binning_hash_row = rf_hash_row_avx512;
-    else if (rf_binning_isa == RF_ISA_AVX2) rf_binning_hash_row = rf_hash_row_avx2;
-    else rf_binning_hash_row = rf_hash_row_baseline;
-#endif
+/* Choose the hashing path once (at module import); returns the RF_ISA_* used. */
+static int rf_binning_init(void) {
+    int isa = rf_detect_isa();
+    RF_ISA_PICK(rf_hash_row, isa);
+    return isa;
 }
 
 /* ------------------------------------------------------ hash storage at fit
@@ -224,22 +214,16 @@ static inline int64_t rf_vocab_find(uint64_t h, const uint64_t *keys, const uint
     return -1;
 }
 
-#if defined(__GNUC__) || defined(__clang__)
-#define RF_PREFETCH(addr) __builtin_prefetch((const void *)(addr))
-#else
-#define RF_PREFETCH(addr) ((void)0)
-#endif
-
 /* Look up the P hashes of one row, one per grid: cols[p] = global column or -1.
  *
  * The P lookups touch P different vocabularies (megabytes in total), so each
  * would wait for a cache miss in turn; instead they run in three sweeps
  * (prefetch directory entries, read them and prefetch keys, compare), so the
  * misses of all grids overlap.  koff/doff: per-grid offsets into keys/dir. */
-static void rf_lookup_row(const uint64_t *restrict h, int64_t P, const uint64_t *restrict keys,
-                          const int64_t *restrict koff, const uint32_t *restrict dir,
-                          const int64_t *restrict doff, const int *restrict bits,
-                          int64_t *restrict cols) {
+static void rf_lookup_row(const uint64_t *RF_RESTRICT h, int64_t P, const uint64_t *RF_RESTRICT keys,
+                          const int64_t *RF_RESTRICT koff, const uint32_t *RF_RESTRICT dir,
+                          const int64_t *RF_RESTRICT doff, const int *RF_RESTRICT bits,
+                          int64_t *RF_RESTRICT cols) {
     enum { BLK = 64 };
     uint32_t lo[BLK], hi[BLK];
     for (int64_t p0 = 0; p0 < P; p0 += BLK) {
@@ -291,7 +275,7 @@ static int rf_hset_init(rf_hset *t) {
     t->cap = 1024;
     t->count = 0;
     t->has_zero = 0;
-    t->tab = (uint64_t *)calloc((size_t)t->cap, sizeof(uint64_t));
+    t->tab = (uint64_t *)rf_big_calloc((size_t)t->cap, sizeof(uint64_t));
     return t->tab ? 0 : -1;
 }
 
@@ -309,7 +293,7 @@ static inline int rf_hset_add(rf_hset *t, uint64_t h) {
     t->tab[j] = h;
     if (2 * ++t->count <= t->cap) return 0;
     int64_t ncap = 2 * t->cap; /* grow: reinsert into a table twice as large */
-    uint64_t *nt = (uint64_t *)calloc((size_t)ncap, sizeof(uint64_t));
+    uint64_t *nt = (uint64_t *)rf_big_calloc((size_t)ncap, sizeof(uint64_t));
     if (!nt) return -1;
     uint64_t nmask = (uint64_t)ncap - 1;
     for (int64_t q = 0; q < t->cap; q++) {
@@ -319,7 +303,7 @@ static inline int rf_hset_add(rf_hset *t, uint64_t h) {
         while (nt[jj] != 0) jj = (jj + 1) & nmask;
         nt[jj] = k;
     }
-    free(t->tab);
+    rf_big_free(t->tab);
     t->tab = nt;
     t->cap = ncap;
     return 0;
@@ -333,15 +317,13 @@ static int rf_hset_finish(rf_hset *t, uint64_t **keys_out, int64_t *nkeys_out,
     int64_t V = t->count + t->has_zero;
     int bits = rf_vocab_bits(V);
     int64_t nb = (int64_t)1 << bits;
-    uint64_t *keys = (uint64_t *)malloc((size_t)(V > 0 ? V : 1) * sizeof(uint64_t));
-    uint32_t *dir = (uint32_t *)calloc((size_t)(nb + 1), sizeof(uint32_t));
-    uint32_t *cur = (uint32_t *)malloc((size_t)nb * sizeof(uint32_t));
-    if (!keys || !dir || !cur) {
-        free(t->tab);
+    uint64_t *keys = (uint64_t *)rf_big_calloc((size_t)(V > 0 ? V : 1), sizeof(uint64_t));
+    uint32_t *dir = (uint32_t *)rf_big_calloc((size_t)(nb + 1), sizeof(uint32_t));
+    if (!keys || !dir) {
+        rf_big_free(t->tab);
         t->tab = NULL;
-        free(keys);
-        free(dir);
-        free(cur);
+        rf_big_free(keys);
+        rf_big_free(dir);
         return -1;
     }
     uint64_t *tab = t->tab;
@@ -349,13 +331,15 @@ static int rf_hset_finish(rf_hset *t, uint64_t **keys_out, int64_t *nkeys_out,
     for (int64_t q = 0; q < t->cap; q++)
         if (tab[q]) dir[rf_vocab_bucket(tab[q], bits) + 1]++;
     for (int64_t j = 0; j < nb; j++) dir[j + 1] += dir[j];
-    memcpy(cur, dir, (size_t)nb * sizeof(uint32_t));
-    if (t->has_zero) keys[cur[0]++] = 0;
+    /* Place the keys bucket by bucket, dir[j] serving as bucket j's cursor
+     * (it ends at bucket j+1's start); then shift the starts back. */
+    if (t->has_zero) keys[dir[0]++] = 0;
     for (int64_t q = 0; q < t->cap; q++)
-        if (tab[q]) keys[cur[rf_vocab_bucket(tab[q], bits)]++] = tab[q];
-    free(cur);
+        if (tab[q]) keys[dir[rf_vocab_bucket(tab[q], bits)]++] = tab[q];
+    memmove(dir + 1, dir, (size_t)nb * sizeof(uint32_t));
+    dir[0] = 0;
     if (!slot_rank_out) {
-        free(tab);
+        rf_big_free(tab);
         t->tab = NULL;
     }
     for (int64_t j = 0; j < nb; j++) {
@@ -371,12 +355,12 @@ static int rf_hset_finish(rf_hset *t, uint64_t **keys_out, int64_t *nkeys_out,
     }
     if (slot_rank_out) {
         /* Keep the set, with each occupied slot's rank, for rf_hset_rank. */
-        uint32_t *rk = (uint32_t *)malloc((size_t)t->cap * sizeof(uint32_t));
+        uint32_t *rk = (uint32_t *)rf_big_calloc((size_t)t->cap, sizeof(uint32_t));
         if (!rk) {
-            free(tab);
+            rf_big_free(tab);
             t->tab = NULL;
-            free(keys);
-            free(dir);
+            rf_big_free(keys);
+            rf_big_free(dir);
             return -1;
         }
         for (int64_t q = 0; q < t->cap; q++)
@@ -405,92 +389,187 @@ static inline int64_t rf_hset_rank(const rf_hset *t, const uint32_t *rk, uint64_
     }
 }
 
-/* Vocabularies of the G grids p0 .. p0+G-1 in one pass over the rows.
+/* ------------------------------------------------------- vocabulary tasks
+ * The vocabularies of the G grids p0 .. p0+G-1 are one task, built in one
+ * pass over the rows: the hashes are stored row by row (slot i*P + p), so
+ * reading one grid means one cache line per row, and a group of G
+ * neighbouring grids shares those lines, cutting memory traffic G-fold.
  *
- * The hashes are stored row by row (slot i*P + p), so reading one grid means
- * one cache line per row; a group of G neighbouring grids shares those lines,
- * cutting memory traffic G-fold.  Its G sets live together, so if their
- * tables exceed `budget` bytes the group gives up (returns -2, nothing
- * allocated) and the caller builds the grids one at a time: the result is the
- * same either way, only speed and memory differ.  Returns 0, -1 (out of
- * memory) or -2 (over budget); on 0, keys_out[g], nkeys_out[g], dir_out[g],
- * bits_out[g] hold grid p0+g's sorted keys and directory (malloc'd).  If ind
- * is not NULL, each row's rank is then written to ind (see
- * rf_group_write_ranks; -3 if that fails). */
-/* Second pass of a group (fit_transform): replace each row's hash of grids
- * p0..p0+G-1 by its rank in that grid's vocabulary, written into the index
- * slot (int32 or int64; it may alias the hash's low half: read, then written).
- * The group's G vocabularies are small enough to stay in cache, which makes
- * this much cheaper than looking every row up in all P vocabularies at once.
- * Returns 0, or -3 if a hash is missing (cannot happen for the rows the
- * vocabularies were built from). */
-static int rf_group_write_ranks(const rf_hstore *s, int64_t n, int64_t P, int64_t p0, int G,
-                                const rf_hset *sets, uint32_t *const *rk, void *ind,
-                                int ind64) {
-    int status = 0;
-    for (int64_t i = 0; i < n; i++) {
-        const int64_t base = i * P + p0;
-        for (int g = 0; g < G; g++) {
-            int64_t r = rf_hset_rank(&sets[g], rk[g], rf_hstore_get(s, base + g));
-            if (r < 0) status = -3;
-            if (ind64) ((int64_t *)ind)[base + g] = r;
-            else ((int32_t *)ind)[base + g] = (int32_t)r;
-        }
-    }
-    return status;
+ * A task is resumable: rf_vocab_task_step works until a deadline and returns,
+ * keeping its state, so the caller can check for Ctrl-C between slabs of
+ * work and commit finished grids.  Its phases, per unit of work (all G
+ * grids together, or one grid at a time, see below):
+ *
+ *   ADD   every row's hashes go into the unit's hash sets;
+ *         then each set is turned into its grid's sorted keys and directory
+ *         (rf_hset_finish);
+ *   RANK  (fit_transform only) each row's rank within the grid is written
+ *         into the index slot (int32 or int64; it may alias the hash's low
+ *         half: read, then written), while the unit's vocabularies are still
+ *         in cache - much cheaper than looking every row up in all P
+ *         vocabularies at once;
+ *   (the unit's keys and directories are then final and no longer read:
+ *   `ready` counts the grids the caller may take)
+ *   DONE
+ *
+ * The G sets of a grouped task live together; if their tables exceed
+ * `budget` bytes the task drops them and builds its grids one at a time
+ * (single mode).  The result is the same either way (a grid's vocabulary is
+ * its set of distinct hashes, sorted): only speed and memory differ.
+ * Status: 0, -1 out of memory, -3 a training hash missing from its own
+ * vocabulary (a bug). */
+enum { RF_GROUP_MAX = 16 };
+enum { RF_TASK_ADD = 0, RF_TASK_RANK = 1, RF_TASK_DONE = 2 };
+
+typedef struct {
+    int64_t p0;        /* first grid */
+    int G;             /* number of grids */
+    int single;        /* 1: one grid at a time */
+    int g;             /* single mode: the grid being built (0..G-1) */
+    int phase;         /* RF_TASK_* of the current unit */
+    int live;          /* the current unit's sets exist */
+    int ready;         /* grids 0..ready-1 have final keys and directory */
+    int status;
+    int64_t row;       /* next row of the current phase */
+    int64_t total_cap; /* grouped: the sets' capacities together */
+    rf_hset sets[RF_GROUP_MAX];
+    uint32_t *rk[RF_GROUP_MAX];  /* slot ranks, kept for the RANK phase */
+    uint64_t *keys[RF_GROUP_MAX];
+    int64_t nkeys[RF_GROUP_MAX];
+    uint32_t *dir[RF_GROUP_MAX];
+    int bits[RF_GROUP_MAX];
+} rf_vocab_task;
+
+static void rf_vocab_task_init(rf_vocab_task *t, int64_t p0, int G) {
+    memset(t, 0, sizeof *t);
+    t->p0 = p0;
+    t->G = G < RF_GROUP_MAX ? G : RF_GROUP_MAX;
+    t->single = t->G == 1;
 }
 
-static int rf_grid_vocab_group(const rf_hstore *s, int64_t n, int64_t P, int64_t p0, int G,
-                               int64_t budget, uint64_t **keys_out, int64_t *nkeys_out,
-                               uint32_t **dir_out, int *bits_out, void *ind, int ind64) {
-    enum { GMAX = 16 };
-    rf_hset sets[GMAX];
-    int status = 0, g, ninit = 0;
-    if (G > GMAX) G = GMAX;
-    for (g = 0; g < G; g++) {
-        if (rf_hset_init(&sets[g]) != 0) {
-            status = -1;
-            break;
-        }
-        ninit++;
+static inline int rf_task_lo(const rf_vocab_task *t) { return t->single ? t->g : 0; }
+static inline int rf_task_hi(const rf_vocab_task *t) { return t->single ? t->g + 1 : t->G; }
+
+static void rf_task_drop_sets(rf_vocab_task *t) {
+    for (int g = 0; g < RF_GROUP_MAX; g++) {
+        rf_big_free(t->sets[g].tab);
+        t->sets[g].tab = NULL;
+        rf_big_free(t->rk[g]);
+        t->rk[g] = NULL;
     }
-    int64_t total_cap = (int64_t)G * 1024;
-    for (int64_t i = 0; i < n && status == 0; i++) {
-        const int64_t base = i * P + p0;
-        for (g = 0; g < G; g++) {
-            int64_t before = sets[g].cap;
-            if (rf_hset_add(&sets[g], rf_hstore_get(s, base + g)) != 0) {
-                status = -1;
-                break;
-            }
-            if (sets[g].cap != before) {
-                total_cap += sets[g].cap - before;
-                if (G > 1 && total_cap * (int64_t)sizeof(uint64_t) > budget) {
-                    status = -2;
-                    break;
+    t->live = 0;
+}
+
+/* Everything the task still owns: sets and the pieces not taken by the caller. */
+static void rf_vocab_task_free(rf_vocab_task *t) {
+    rf_task_drop_sets(t);
+    for (int g = 0; g < RF_GROUP_MAX; g++) {
+        rf_big_free(t->keys[g]);
+        t->keys[g] = NULL;
+        rf_big_free(t->dir[g]);
+        t->dir[g] = NULL;
+    }
+}
+
+/* The unit's rows are all in its sets: make the grids' keys and directories.
+ * A grouped unit keeps its sets, with slot ranks, for the RANK phase (small,
+ * in cache: one probe per row); a single grid frees its set at once and
+ * ranks by looking up its keys (it is large, so this halves its memory). */
+static int rf_task_finish_unit(rf_vocab_task *t, int ranks) {
+    for (int g = rf_task_lo(t); g < rf_task_hi(t); g++) {
+        if (rf_hset_finish(&t->sets[g], &t->keys[g], &t->nkeys[g], &t->dir[g], &t->bits[g],
+                           ranks && !t->single ? &t->rk[g] : NULL) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+static void rf_task_next_unit(rf_vocab_task *t) {
+    rf_task_drop_sets(t);
+    t->ready = rf_task_hi(t); /* the unit's keys are no longer read: the caller may take them */
+    t->row = 0;
+    if (t->single && t->g + 1 < t->G) {
+        t->g++;
+        t->phase = RF_TASK_ADD;
+    } else {
+        t->phase = RF_TASK_DONE;
+    }
+}
+
+/* Work on the task until it is done, fails or `deadline` (rf_now) passes.
+ * Returns 1 when done, 0 when there is more, or the (negative) status. */
+static int rf_vocab_task_step(rf_vocab_task *t, const rf_hstore *s, int64_t n, int64_t P,
+                              int64_t budget, void *ind, int ind64, double deadline) {
+    enum { ROWS = 4096 }; /* rows between two looks at the clock */
+    while (t->status == 0 && t->phase != RF_TASK_DONE) {
+        const int lo = rf_task_lo(t), hi = rf_task_hi(t);
+        if (!t->live) {
+            for (int g = lo; g < hi; g++)
+                if (rf_hset_init(&t->sets[g]) != 0) t->status = -1;
+            t->live = 1;
+            t->total_cap = (int64_t)(hi - lo) * t->sets[lo].cap;
+            if (t->status) break;
+        }
+        const int64_t stop = t->row + ROWS < n ? t->row + ROWS : n;
+        if (t->phase == RF_TASK_ADD) {
+            int over = 0;
+            for (int64_t i = t->row; i < stop && !over && t->status == 0; i++) {
+                const int64_t base = i * P + t->p0;
+                for (int g = lo; g < hi; g++) {
+                    int64_t before = t->sets[g].cap;
+                    if (rf_hset_add(&t->sets[g], rf_hstore_get(s, base + g)) != 0) {
+                        t->status = -1;
+                        break;
+                    }
+                    if (t->sets[g].cap != before) {
+                        t->total_cap += t->sets[g].cap - before;
+                        if (!t->single && t->total_cap * (int64_t)sizeof(uint64_t) > budget) {
+                            over = 1;
+                            break;
+                        }
+                    }
                 }
             }
+            if (t->status) break;
+            if (over) { /* too large together: start again, one grid at a time */
+                rf_task_drop_sets(t);
+                t->single = 1;
+                t->g = 0;
+                t->row = 0;
+                continue;
+            }
+            t->row = stop;
+            if (t->row == n) {
+                if (rf_task_finish_unit(t, ind != NULL) != 0) {
+                    t->status = -1;
+                    break;
+                }
+                if (ind != NULL) {
+                    t->phase = RF_TASK_RANK;
+                    t->row = 0;
+                } else {
+                    rf_task_next_unit(t);
+                }
+            }
+        } else { /* RF_TASK_RANK */
+            for (int64_t i = t->row; i < stop; i++) {
+                const int64_t base = i * P + t->p0;
+                for (int g = lo; g < hi; g++) {
+                    const uint64_t h = rf_hstore_get(s, base + g);
+                    int64_t r = t->single ? rf_vocab_find(h, t->keys[g], t->dir[g], t->bits[g])
+                                          : rf_hset_rank(&t->sets[g], t->rk[g], h);
+                    if (r < 0) t->status = -3;
+                    if (ind64) ((int64_t *)ind)[base + g] = r;
+                    else ((int32_t *)ind)[base + g] = (int32_t)r;
+                }
+            }
+            t->row = stop;
+            if (t->row == n) rf_task_next_unit(t);
         }
+        if (rf_now() >= deadline) break;
     }
-    uint32_t *rk[GMAX] = {NULL};
-    for (g = 0; g < ninit; g++) {
-        if (status == 0) {
-            status = rf_hset_finish(&sets[g], &keys_out[g], &nkeys_out[g], &dir_out[g],
-                                    &bits_out[g], ind != NULL ? &rk[g] : NULL);
-            if (status == 0) continue;
-        }
-        free(sets[g].tab);
-        sets[g].tab = NULL;
-    }
-    /* on failure, grids already finished keep their pieces: the caller frees them */
-    if (status == 0 && ind != NULL)
-        status = rf_group_write_ranks(s, n, P, p0, G, sets, rk, ind, ind64);
-    for (g = 0; g < ninit; g++) { /* sets kept for the ranks (tab is NULL if already freed) */
-        free(sets[g].tab);
-        sets[g].tab = NULL;
-        free(rk[g]);
-    }
-    return status;
+    if (t->status) return t->status;
+    return t->phase == RF_TASK_DONE;
 }
 
 #endif

@@ -4,8 +4,9 @@
  *   scatter: acc[col[i], :] += u[i, :]     for i < n   (Zᵀ @ U, one column block)
  *
  * acc is double; src / u are float or double, K columns, row-major.  K = 1..8
- * get fixed-width, fully unrolled loops; each is compiled for baseline
- * x86-64, AVX2 and AVX-512 and chosen once at import (randfeat_dispatch.h).  The order of the additions into each acc entry is
+ * get fixed-width, fully unrolled loops; each entry point is compiled for
+ * baseline x86-64, AVX2 and AVX-512 and chosen once at import
+ * (randfeat_common.h).  The order of the additions into each acc entry is
  * the order of i whatever the path, so every path gives the same result.
  * In the scatter, col may repeat; the row loop is sequential so repeated
  * bins accumulate correctly. */
@@ -13,42 +14,34 @@
 #define RANDFEAT_ONEHOT_H
 
 #include <stdint.h>
-#include "randfeat_dispatch.h"
+#include "randfeat_common.h"
 
-static int rf_onehot_isa = -1;
-
-#if defined(__GNUC__) || defined(__clang__)
-#define RF_OH_INLINE static inline __attribute__((always_inline))
-#else
-#define RF_OH_INLINE static inline
-#endif
-
-/* One body per (value type, ISA); KB is a compile-time width after inlining
+/* One body per value type; KB is a compile-time width after inlining
  * (1..8 through the switch below), so the k loop is fully unrolled. */
-#define RF_ONEHOT_KERNELS(SUFFIX, VAL, ATTR)                                              \
-    ATTR RF_OH_INLINE void rf_gather_w_##SUFFIX(const int32_t *restrict col, int64_t n,    \
-                                                const VAL *restrict src, int64_t K,        \
-                                                double *restrict acc, const int64_t KB)    \
+#define RF_ONEHOT_BODIES(SUFFIX, VAL)                                                      \
+    RF_INLINE void rf_gather_w_##SUFFIX(const int32_t *RF_RESTRICT col, int64_t n,            \
+                                        const VAL *RF_RESTRICT src, int64_t K,                \
+                                        double *RF_RESTRICT acc, const int64_t KB)            \
     {                                                                                      \
         for (int64_t i = 0; i < n; ++i) {                                                  \
-            const VAL *restrict s = src + (int64_t)col[i] * K;                             \
-            double *restrict a = acc + i * K;                                              \
+            const VAL *RF_RESTRICT s = src + (int64_t)col[i] * K;                             \
+            double *RF_RESTRICT a = acc + i * K;                                              \
             for (int64_t k = 0; k < KB; ++k) a[k] += (double)s[k];                         \
         }                                                                                  \
     }                                                                                      \
-    ATTR RF_OH_INLINE void rf_scatter_w_##SUFFIX(const int32_t *restrict col, int64_t n,   \
-                                                 const VAL *restrict u, int64_t K,         \
-                                                 double *restrict acc, const int64_t KB)   \
+    RF_INLINE void rf_scatter_w_##SUFFIX(const int32_t *RF_RESTRICT col, int64_t n,           \
+                                         const VAL *RF_RESTRICT u, int64_t K,                 \
+                                         double *RF_RESTRICT acc, const int64_t KB)           \
     {                                                                                      \
         for (int64_t i = 0; i < n; ++i) {                                                  \
-            double *restrict a = acc + (int64_t)col[i] * K;                                \
-            const VAL *restrict s = u + i * K;                                             \
+            double *RF_RESTRICT a = acc + (int64_t)col[i] * K;                                \
+            const VAL *RF_RESTRICT s = u + i * K;                                             \
             for (int64_t k = 0; k < KB; ++k) a[k] += (double)s[k];                         \
         }                                                                                  \
     }                                                                                      \
-    ATTR static void rf_gather_add_##SUFFIX(const int32_t *restrict col, int64_t n,        \
-                                            const VAL *restrict src, int64_t K,            \
-                                            double *restrict acc)                          \
+    RF_INLINE void rf_gather_add_##SUFFIX##_body(const int32_t *RF_RESTRICT col, int64_t n,   \
+                                                 const VAL *RF_RESTRICT src, int64_t K,       \
+                                                 double *RF_RESTRICT acc)                     \
     {                                                                                      \
         switch (K) {                                                                       \
         case 1: rf_gather_w_##SUFFIX(col, n, src, K, acc, 1); break;                       \
@@ -62,9 +55,9 @@ static int rf_onehot_isa = -1;
         default: rf_gather_w_##SUFFIX(col, n, src, K, acc, K); break;                      \
         }                                                                                  \
     }                                                                                      \
-    ATTR static void rf_scatter_add_##SUFFIX(const int32_t *restrict col, int64_t n,       \
-                                             const VAL *restrict u, int64_t K,             \
-                                             double *restrict acc)                         \
+    RF_INLINE void rf_scatter_add_##SUFFIX##_body(const int32_t *RF_RESTRICT col, int64_t n,  \
+                                                  const VAL *RF_RESTRICT u, int64_t K,        \
+                                                  double *RF_RESTRICT acc)                    \
     {                                                                                      \
         switch (K) {                                                                       \
         case 1: rf_scatter_w_##SUFFIX(col, n, u, K, acc, 1); break;                        \
@@ -79,28 +72,28 @@ static int rf_onehot_isa = -1;
         }                                                                                  \
     }
 
-RF_ONEHOT_KERNELS(f64_base, double, )
-RF_ONEHOT_KERNELS(f32_base, float, )
-RF_ONEHOT_KERNELS(f64_avx2, double, RF_TARGET_AVX2)
-RF_ONEHOT_KERNELS(f32_avx2, float, RF_TARGET_AVX2)
-RF_ONEHOT_KERNELS(f64_avx512, double, RF_TARGET_AVX512)
-RF_ONEHOT_KERNELS(f32_avx512, float, RF_TARGET_AVX512)
+RF_ONEHOT_BODIES(f64, double)
+RF_ONEHOT_BODIES(f32, float)
 
-static void rf_onehot_init(void) { rf_onehot_isa = rf_detect_isa(); }
-static const char *rf_onehot_isa_name(void) { return rf_isa_name(rf_onehot_isa); }
+#define RF_GATHER_F64_PARAMS (const int32_t *col, int64_t n, const double *src, int64_t K, double *acc)
+#define RF_GATHER_F32_PARAMS (const int32_t *col, int64_t n, const float *src, int64_t K, double *acc)
+RF_ISA_CLONES(rf_gather_add_f64, RF_GATHER_F64_PARAMS, (col, n, src, K, acc))
+RF_ISA_CLONES(rf_gather_add_f32, RF_GATHER_F32_PARAMS, (col, n, src, K, acc))
+RF_ISA_CLONES(rf_scatter_add_f64, RF_GATHER_F64_PARAMS, (col, n, src, K, acc))
+RF_ISA_CLONES(rf_scatter_add_f32, RF_GATHER_F32_PARAMS, (col, n, src, K, acc))
+RF_ISA_POINTER(rf_gather_add_f64, RF_GATHER_F64_PARAMS)
+RF_ISA_POINTER(rf_gather_add_f32, RF_GATHER_F32_PARAMS)
+RF_ISA_POINTER(rf_scatter_add_f64, RF_GATHER_F64_PARAMS)
+RF_ISA_POINTER(rf_scatter_add_f32, RF_GATHER_F32_PARAMS)
 
-#define RF_ONEHOT_DISPATCH(NAME, VAL, SUFFIX)                                               \
-    static inline void rf_##NAME##_##SUFFIX(const int32_t *col, int64_t n, const VAL *src,  \
-                                            int64_t K, double *acc)                         \
-    {                                                                                       \
-        if (rf_onehot_isa == RF_ISA_AVX512) rf_##NAME##_##SUFFIX##_avx512(col, n, src, K, acc); \
-        else if (rf_onehot_isa == RF_ISA_AVX2) rf_##NAME##_##SUFFIX##_avx2(col, n, src, K, acc); \
-        else rf_##NAME##_##SUFFIX##_base(col, n, src, K, acc);                              \
-    }
-
-RF_ONEHOT_DISPATCH(gather_add, double, f64)
-RF_ONEHOT_DISPATCH(gather_add, float, f32)
-RF_ONEHOT_DISPATCH(scatter_add, double, f64)
-RF_ONEHOT_DISPATCH(scatter_add, float, f32)
+/* Pick the code path once (at module import); returns the RF_ISA_* used. */
+static int rf_onehot_init(void) {
+    int isa = rf_detect_isa();
+    RF_ISA_PICK(rf_gather_add_f64, isa);
+    RF_ISA_PICK(rf_gather_add_f32, isa);
+    RF_ISA_PICK(rf_scatter_add_f64, isa);
+    RF_ISA_PICK(rf_scatter_add_f32, isa);
+    return isa;
+}
 
 #endif

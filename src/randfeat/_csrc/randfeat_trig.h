@@ -21,7 +21,7 @@
  *
  * Each entry point is compiled three times (baseline x86-64, AVX2+FMA,
  * AVX-512) from one always-inline body, and rf_trig_init() picks one set of
- * function pointers at import (see randfeat_dispatch.h).
+ * function pointers at import (see randfeat_common.h).
  */
 #ifndef RANDFEAT_TRIG_H
 #define RANDFEAT_TRIG_H
@@ -31,13 +31,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "randfeat_dispatch.h"
-
-#if defined(__GNUC__) || defined(__clang__)
-#define RF_ALWAYS_INLINE static inline __attribute__((always_inline))
-#else
-#define RF_ALWAYS_INLINE static inline
-#endif
+#include "randfeat_common.h"
 
 /* Largest |argument| the polynomial path accepts (accuracy measured in
  * tests/test_fourier.py: a few ulp up to here). */
@@ -52,7 +46,7 @@
 #define RF_ROUND_MAGIC_F64 0x1.8p52
 
 /* sin(x), cos(x) for one element; branch-free. */
-RF_ALWAYS_INLINE void rf_sincos1_f64(double x, double *s_out, double *c_out) {
+RF_INLINE void rf_sincos1_f64(double x, double *s_out, double *c_out) {
     double t = x * RF_TWO_OVER_PI_F64 + RF_ROUND_MAGIC_F64;
     double k = t - RF_ROUND_MAGIC_F64;
     uint64_t q;
@@ -94,7 +88,7 @@ RF_ALWAYS_INLINE void rf_sincos1_f64(double x, double *s_out, double *c_out) {
 }
 
 /* x[i] <- scale*cos(x[i]), s[i] <- scale*sin(x[i]) for i < n. */
-RF_ALWAYS_INLINE void rf_sincos_f64_body(double *restrict x, double *restrict s, ptrdiff_t n,
+RF_INLINE void rf_sincos_f64_body(double *RF_RESTRICT x, double *RF_RESTRICT s, ptrdiff_t n,
                                          double scale) {
     int bad = 0;
     for (ptrdiff_t i = 0; i < n; i++) bad |= !(fabs(x[i]) <= RF_TRIG_LIMIT_F64);
@@ -115,7 +109,7 @@ RF_ALWAYS_INLINE void rf_sincos_f64_body(double *restrict x, double *restrict s,
 }
 
 /* x[i] <- scale*cos(x[i] + b[i]) for i < n. */
-RF_ALWAYS_INLINE void rf_cos_f64_body(double *restrict x, const double *restrict b, ptrdiff_t n,
+RF_INLINE void rf_cos_f64_body(double *RF_RESTRICT x, const double *RF_RESTRICT b, ptrdiff_t n,
                                       double scale) {
     int bad = 0;
     for (ptrdiff_t i = 0; i < n; i++) bad |= !(fabs(x[i] + b[i]) <= RF_TRIG_LIMIT_F64);
@@ -137,7 +131,7 @@ RF_ALWAYS_INLINE void rf_cos_f64_body(double *restrict x, const double *restrict
 #define RF_PIO2_3_F32 -0x1.de973ep-31f
 #define RF_ROUND_MAGIC_F32 0x1.8p23f
 
-RF_ALWAYS_INLINE void rf_sincos1_f32(float x, float *s_out, float *c_out) {
+RF_INLINE void rf_sincos1_f32(float x, float *s_out, float *c_out) {
     float t = x * RF_TWO_OVER_PI_F32 + RF_ROUND_MAGIC_F32;
     float k = t - RF_ROUND_MAGIC_F32;
     uint32_t q;
@@ -169,7 +163,7 @@ RF_ALWAYS_INLINE void rf_sincos1_f32(float x, float *s_out, float *c_out) {
     memcpy(c_out, &cos_bits, sizeof cos_bits);
 }
 
-RF_ALWAYS_INLINE void rf_sincos_f32_body(float *restrict x, float *restrict s, ptrdiff_t n,
+RF_INLINE void rf_sincos_f32_body(float *RF_RESTRICT x, float *RF_RESTRICT s, ptrdiff_t n,
                                          float scale) {
     int bad = 0;
     for (ptrdiff_t i = 0; i < n; i++) bad |= !(fabsf(x[i]) <= RF_TRIG_LIMIT_F32);
@@ -189,7 +183,7 @@ RF_ALWAYS_INLINE void rf_sincos_f32_body(float *restrict x, float *restrict s, p
     }
 }
 
-RF_ALWAYS_INLINE void rf_cos_f32_body(float *restrict x, const float *restrict b, ptrdiff_t n,
+RF_INLINE void rf_cos_f32_body(float *RF_RESTRICT x, const float *RF_RESTRICT b, ptrdiff_t n,
                                       float scale) {
     int bad = 0;
     for (ptrdiff_t i = 0; i < n; i++) bad |= !(fabsf(x[i] + b[i]) <= RF_TRIG_LIMIT_F32);
@@ -205,60 +199,26 @@ RF_ALWAYS_INLINE void rf_cos_f32_body(float *restrict x, const float *restrict b
 }
 
 /* ------------------------------------------------- instantiation, dispatch */
-typedef void (*rf_sincos_f64_fn)(double *, double *, ptrdiff_t, double);
-typedef void (*rf_cos_f64_fn)(double *, const double *, ptrdiff_t, double);
-typedef void (*rf_sincos_f32_fn)(float *, float *, ptrdiff_t, float);
-typedef void (*rf_cos_f32_fn)(float *, const float *, ptrdiff_t, float);
-
-#define RF_INSTANTIATE_TRIG(SUFFIX, TARGET)                                                  \
-    TARGET static void rf_sincos_f64_##SUFFIX(double *x, double *s, ptrdiff_t n,             \
-                                              double scale) {                                \
-        rf_sincos_f64_body(x, s, n, scale);                                                  \
-    }                                                                                        \
-    TARGET static void rf_cos_f64_##SUFFIX(double *x, const double *b, ptrdiff_t n,          \
-                                           double scale) {                                   \
-        rf_cos_f64_body(x, b, n, scale);                                                     \
-    }                                                                                        \
-    TARGET static void rf_sincos_f32_##SUFFIX(float *x, float *s, ptrdiff_t n, float scale) { \
-        rf_sincos_f32_body(x, s, n, scale);                                                  \
-    }                                                                                        \
-    TARGET static void rf_cos_f32_##SUFFIX(float *x, const float *b, ptrdiff_t n,            \
-                                           float scale) {                                    \
-        rf_cos_f32_body(x, b, n, scale);                                                     \
-    }
-
-RF_INSTANTIATE_TRIG(baseline, )
-#if RF_X86_DISPATCH
-RF_INSTANTIATE_TRIG(avx2, RF_TARGET_AVX2)
-RF_INSTANTIATE_TRIG(avx512, RF_TARGET_AVX512)
-#endif
-
-/* The selected implementations (baseline until rf_trig_init runs). */
-static rf_sincos_f64_fn rf_sincos_f64 = rf_sincos_f64_baseline;
-static rf_cos_f64_fn rf_cos_f64 = rf_cos_f64_baseline;
-static rf_sincos_f32_fn rf_sincos_f32 = rf_sincos_f32_baseline;
-static rf_cos_f32_fn rf_cos_f32 = rf_cos_f32_baseline;
-static int rf_trig_isa = RF_ISA_BASELINE;
+#define RF_SINCOS_F64_PARAMS (double *x, double *s, ptrdiff_t n, double scale)
+#define RF_COS_F64_PARAMS (double *x, const double *b, ptrdiff_t n, double scale)
+#define RF_SINCOS_F32_PARAMS (float *x, float *s, ptrdiff_t n, float scale)
+#define RF_COS_F32_PARAMS (float *x, const float *b, ptrdiff_t n, float scale)
+RF_ISA_CLONES(rf_sincos_f64, RF_SINCOS_F64_PARAMS, (x, s, n, scale))
+RF_ISA_CLONES(rf_cos_f64, RF_COS_F64_PARAMS, (x, b, n, scale))
+RF_ISA_CLONES(rf_sincos_f32, RF_SINCOS_F32_PARAMS, (x, s, n, scale))
+RF_ISA_CLONES(rf_cos_f32, RF_COS_F32_PARAMS, (x, b, n, scale))
+RF_ISA_POINTER(rf_sincos_f64, RF_SINCOS_F64_PARAMS)
+RF_ISA_POINTER(rf_cos_f64, RF_COS_F64_PARAMS)
+RF_ISA_POINTER(rf_sincos_f32, RF_SINCOS_F32_PARAMS)
+RF_ISA_POINTER(rf_cos_f32, RF_COS_F32_PARAMS)
 
 /* Pick the code path once (at module import); returns the RF_ISA_* used. */
 static int rf_trig_init(void) {
     int isa = rf_detect_isa();
-#if RF_X86_DISPATCH
-    if (isa == RF_ISA_AVX512) {
-        rf_sincos_f64 = rf_sincos_f64_avx512;
-        rf_cos_f64 = rf_cos_f64_avx512;
-        rf_sincos_f32 = rf_sincos_f32_avx512;
-        rf_cos_f32 = rf_cos_f32_avx512;
-    } else if (isa == RF_ISA_AVX2) {
-        rf_sincos_f64 = rf_sincos_f64_avx2;
-        rf_cos_f64 = rf_cos_f64_avx2;
-        rf_sincos_f32 = rf_sincos_f32_avx2;
-        rf_cos_f32 = rf_cos_f32_avx2;
-    }
-#else
-    isa = RF_ISA_BASELINE;
-#endif
-    rf_trig_isa = isa;
+    RF_ISA_PICK(rf_sincos_f64, isa);
+    RF_ISA_PICK(rf_cos_f64, isa);
+    RF_ISA_PICK(rf_sincos_f32, isa);
+    RF_ISA_PICK(rf_cos_f32, isa);
     return isa;
 }
 
