@@ -15,6 +15,7 @@ import sys
 
 try:
     import randfeat
+    import randfeat.datasets
 except ImportError as exc:  # pragma: no cover - a message for the person building
     sys.exit(f"docs/conf.py: cannot import randfeat ({exc}); install it (pip install '.[docs]') first")
 
@@ -113,6 +114,12 @@ def write_api_page():
         lines.append("")
         lines += [f"   {name}" for name in names]
         lines.append("")
+    # randfeat.datasets is a submodule (not re-exported): its loaders and
+    # generators get their own section.
+    lines += ["Data sets", "-" * len("Data sets"), "", ".. currentmodule:: randfeat.datasets", ""]
+    lines += [".. autosummary::", "   :toctree: generated/", ""]
+    lines += [f"   {name}" for name in randfeat.datasets.__all__]
+    lines.append("")
     text = "\n".join(lines)
     path = os.path.join(HERE, "api.rst")
     # Rewrite only on change so incremental builds stay incremental.

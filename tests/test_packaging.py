@@ -132,7 +132,7 @@ def test_metadata_version_is_package_version(dist):
 
 def test_metadata_license_urls_classifiers(dist):
     meta = dist.metadata
-    assert meta["License-Expression"] == "BSD-3-Clause"
+    assert meta["License-Expression"] == "BSD-3-Clause AND CC-BY-4.0"  # code, and the shipped Adult data
     assert any(str(f).endswith("LICENSE") for f in dist.files), "LICENSE not shipped in the dist-info"
     assert meta["Requires-Python"] == ">=3.10"
     urls = dict(u.split(", ", 1) for u in meta.get_all("Project-URL"))

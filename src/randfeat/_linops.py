@@ -296,12 +296,10 @@ class SparseProducts(FeatureOperator):
       CSR, Zᵀ U row-parallel over a CSC copy of Z (made on first use).
       Used for K > 1 and when D is too large for the block buffers.
 
-    Measured on the 522000-row, 26M-nonzero binning matrix (bench/ridge.py
-    data, a loaded machine, medians of 3): one target, fused 0.96-1.04 s
-    vs two-pass 0.92-1.03 s per product: a tie, but fused needs no CSC copy
-    (5.9 s to make there, and a second copy of Z in memory).  Seven targets:
-    fused 4.1-5.1 s vs two-pass 3.1-3.2 s (scattering into K-wide block
-    buffers costs more than the CSC gather).  Hence fused for K = 1 only.
+    Fused is used for K = 1 only: for one target it ties with two passes
+    and needs no CSC copy; for K > 1 scattering into K-wide block buffers
+    costs more than the CSC gather (measurements in DESIGN.md, "Sparse
+    normal products").
 
     Parameters
     ----------
@@ -454,11 +452,9 @@ class OneHotBlockProducts(FeatureOperator):
     ``Z @ P`` and ``Zᵀ @ U`` by the block-major kernels of ``_onehot_fast``
     (no value array read, each block's slice of the vector cache-resident,
     no CSC copy); ``normal`` fuses centring and weights into ``Z @ P``.
-    The Gram block is read from Z's CSR (``csr_gram_block_of``).  Measured
-    on the 522000-row, 50-grid binning matrix (26M nonzeros, D = 531879),
-    idle machine, 2 threads: one target, Z @ p 14 ms and Zᵀ @ u 12 ms,
-    against 120 ms for the pair in SciPy; seven targets 88-105 + 54-63 ms
-    against 408 ms.  Memory: the block-major copy of the bins is N·G int32,
+    The Gram block is read from Z's CSR (``csr_gram_block_of``).  Speed
+    against SciPy: DESIGN.md, "One-hot block products".  Memory: the
+    block-major copy of the bins is N·G int32,
     the size of Z's index array (Z itself is kept for the Gram block).
 
     Parameters
