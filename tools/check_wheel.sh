@@ -28,8 +28,11 @@
 #   RANDFEAT_CHECK_DIR          work directory (default: a new temp dir)
 #   RANDFEAT_BASELINE_TESTS     test files for stage 6, relative to tests/
 #                               (default: the kernel test files, see below)
-#   RANDFEAT_CHECK_PYTEST_ARGS  what stage 5 runs, relative to the source root
-#                               (default: tests, the whole suite)
+#   RANDFEAT_CHECK_PYTEST_ARGS  what stage 5 runs besides the packaging and
+#                               config tests, relative to the source root
+#                               (default: tests, the whole suite; .ci/run,
+#                               which has run the suite already, passes
+#                               "-mkernel tests")
 #   RANDFEAT_CHECK_SKIP_SDIST=1 skip stage 7 (it compiles everything again)
 set -euo pipefail
 
@@ -140,6 +143,9 @@ import randfeat
 print("testing", randfeat.__file__)
 randfeat.show_config()
 EOF
+    # The packaging and configuration tests always run against the wheel
+    # (they are what differs between a repaired wheel and a local build).
+    no_compiler python -m pytest -p no:cacheprovider -q "$ROOT/tests/test_packaging.py" "$ROOT/tests/test_config.py"
     local args=() a
     for a in ${RANDFEAT_CHECK_PYTEST_ARGS:-tests}; do
         case "$a" in -*) args+=("$a") ;; *) args+=("$ROOT/$a") ;; esac
