@@ -34,7 +34,9 @@ from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_array, check_consistent_length, check_is_fitted, column_or_1d
 
+from . import _dask
 from ._base import RandomFeatureMap, ValidatedParamsMixin, fit_context
+from ._dask import is_dask_array
 from ._cg import cg_ridge
 from ._cholesky import RidgeSolution
 from ._linops import make_products
@@ -478,6 +480,8 @@ class Ridge(RegressorMixin, _PartialFitMixin, _BaseRidge):
         -------
         self : Ridge
         """
+        if is_dask_array(X):  # statistics per block on the workers, solve here
+            return _dask.fit_ridge(self, X, y, sample_weight)
         X, y, sample_weight = _validate_Xy(self, X, y, sample_weight)
         Y = np.asarray(y, dtype=np.float64)
         y_shape = "1d" if Y.ndim == 1 else ("column" if Y.shape[1] == 1 else "2d")
@@ -557,6 +561,8 @@ class Ridge(RegressorMixin, _PartialFitMixin, _BaseRidge):
         y_std : ndarray, same shape as y_pred
             Only when ``return_std`` is True.
         """
+        if is_dask_array(X):  # lazy, block by block on the workers
+            return _dask.predict_blocks(self, X, "predict", return_std=return_std)
         if return_std:
             check_is_fitted(self, "coef_")
             if self._solution is None:
@@ -634,6 +640,8 @@ class RidgeClassifier(ClassifierMixin, _PartialFitMixin, _BaseRidge):
         -------
         self : RidgeClassifier
         """
+        if is_dask_array(X):  # statistics per block on the workers, solve here
+            return _dask.fit_ridge(self, X, y, sample_weight)
         X, y, sample_weight = _validate_Xy(self, X, y, sample_weight)
         check_classification_targets(y)
         binarizer = LabelBinarizer(pos_label=1, neg_label=-1)
@@ -722,6 +730,8 @@ class RidgeClassifier(ClassifierMixin, _PartialFitMixin, _BaseRidge):
         scores : ndarray of shape (n_samples,) for two classes, else (n_samples, n_classes)
             Positive for the class (binary: for ``classes_[1]``).
         """
+        if is_dask_array(X):  # lazy, block by block on the workers
+            return _dask.predict_blocks(self, X, "decision_function")
         _, out = self._decision(X)
         return out[:, 0] if out.shape[1] == 1 else out
 
@@ -736,6 +746,8 @@ class RidgeClassifier(ClassifierMixin, _PartialFitMixin, _BaseRidge):
         -------
         y_pred : ndarray of shape (n_samples,)
         """
+        if is_dask_array(X):  # lazy, block by block on the workers
+            return _dask.predict_blocks(self, X, "predict")
         scores = self.decision_function(X)
         if self._label_binarizer.y_type_.startswith("multilabel"):
             return self._label_binarizer.inverse_transform(np.where(scores > 0, 1, -1))
