@@ -170,7 +170,7 @@ def test_ridge_bad_input_leaves_model_unchanged(sync):
         est.fit(Xd, da.from_array(y, chunks=70))
     with pytest.raises(ValueError, match="y has 10 rows but X has 700"):
         est.fit(Xd, y[:10])
-    with pytest.raises(ValueError, match="vocabulary of bins"):
+    with pytest.raises(ValueError, match="CG solve whose products run on the workers"):
         clone(est).set_params(features=RandomBinningFeatures(random_state=0)).fit(Xd, y)
     with pytest.raises(ValueError, match="solver='cg' is not available"):
         clone(est).set_params(solver="cg").fit(Xd, y)
@@ -217,15 +217,40 @@ def test_cluster_classifier_and_client_memory(cluster_client):
     _close(clf.coef_, ref.coef_)
 
 
-def test_binning_transform_lazy_csr_blocks_and_fit_refused(sync):
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_binning_fit_from_block_vocabularies_and_lazy_csr(sync, dtype):
     import scipy.sparse as sp
 
-    X, _, _ = _data()
-    rbf = RandomBinningFeatures(n_grids=6, random_state=0).fit(X)
+    X = _data()[0].astype(dtype)
+    ref = RandomBinningFeatures(n_grids=6, random_state=0).fit(X)
+    rbf = RandomBinningFeatures(n_grids=6, random_state=0).fit(da.from_array(X, chunks=CHUNKS))
+    np.testing.assert_array_equal(rbf.bin_hashes_, ref.bin_hashes_)  # merged vocabulary = in-memory one
+    np.testing.assert_array_equal(rbf.grid_offsets_, ref.grid_offsets_)
     Z = rbf.transform(da.from_array(X, chunks=CHUNKS))
     assert isinstance(Z, da.Array) and isinstance(Z._meta, sp.csr_matrix)
-    assert Z.shape == (700, rbf.n_features_out_) and Z.chunks[0] == CHUNKS[0]
+    assert Z.shape == (700, ref.n_features_out_) and Z.chunks[0] == CHUNKS[0] and Z.dtype == dtype
     Zc = Z.compute()
-    assert sp.issparse(Zc) and (Zc != rbf.transform(X)).nnz == 0
-    with pytest.raises(TypeError, match="does not accept Dask arrays yet"):
-        clone(rbf).fit(da.from_array(X))
+    assert sp.issparse(Zc) and (Zc != ref.transform(X)).nnz == 0
+    Zft = RandomBinningFeatures(n_grids=6, random_state=0).fit_transform(da.from_array(X, chunks=200))
+    assert (Zft.compute() != ref.fit_transform(X)).nnz == 0
+    # grids are drawn on the client: a Generator random_state works (workers draw nothing)
+    g1 = RandomBinningFeatures(n_grids=3, random_state=np.random.default_rng(4)).fit(da.from_array(X, chunks=100))
+    g2 = RandomBinningFeatures(n_grids=3, random_state=np.random.default_rng(4)).fit(X)
+    np.testing.assert_array_equal(g1.bin_hashes_, g2.bin_hashes_)
+    with pytest.raises(TypeError, match="sparse blocks"):
+        Ridge().fit(Z, da.from_array(np.ones(700), chunks=(CHUNKS[0],)))
+
+
+def test_binning_bin_range_checked_on_dask_input(sync):
+    X = _data()[0]
+    X[400, 2] = 1e300
+    with pytest.raises(ValueError, match="exceeds 2\\*\\*62"):
+        RandomBinningFeatures(random_state=0).fit(da.from_array(X, chunks=100))
+
+
+def test_cluster_binning_vocabulary(cluster_client):
+    X = _data(n=2000)[0]
+    ref = RandomBinningFeatures(n_grids=5, random_state=1).fit(X)
+    rbf = RandomBinningFeatures(n_grids=5, random_state=1).fit(da.from_array(X, chunks=450))
+    np.testing.assert_array_equal(rbf.bin_hashes_, ref.bin_hashes_)
+    assert (rbf.transform(da.from_array(X, chunks=450)).compute() != ref.transform(X)).nnz == 0

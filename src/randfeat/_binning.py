@@ -193,8 +193,7 @@ class RandomBinningFeatures(ClassNamePrefixFeaturesOutMixin, RandomFeatureMap):
         Z : scipy.sparse.csr_matrix of shape (n_samples, n_features_out_)
             X's float dtype; one entry 1/√n_grids per grid whose bin was seen
             at fit, columns sorted within each row.  For a Dask array X, a
-            lazy Dask array of CSR blocks with X's row chunks (``fit`` does
-            not accept Dask arrays yet: fit on in-memory rows).
+            lazy Dask array of CSR blocks with X's row chunks.
         """
         check_is_fitted(self, "bin_hashes_")
         if is_dask_array(X):  # lazy blocks of CSR, made on the workers
@@ -298,8 +297,9 @@ class RandomBinningFeatures(ClassNamePrefixFeaturesOutMixin, RandomFeatureMap):
 
     def _fit(self, X, return_features):
         P, spec = self.n_grids, KERNELS[self.kernel]
-        if is_dask_array(X):
-            _dask.refuse_binning_fit(self)
+        if is_dask_array(X):  # bin sets per block on the workers, merged here
+            _dask.fit_binning(self, X)
+            return _dask.transform_blocks(self, X) if return_features else None
         X = validate_X(self, X, reset=True)
         n, d = X.shape
         if n >= 2**32 - 1:

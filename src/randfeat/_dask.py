@@ -23,8 +23,14 @@ Design (issue 13):
   statistics are merged by a binary tree in block order (fixed, so the
   result is reproducible; exact in any grouping, Chan–Golub–LeVeque) and
   the D × D solve runs on the client.  Only O(D² + D·K) per block crosses
-  the network.  Sparse feature maps (binning) and ``solver="cg"`` are not
-  available for Dask input yet: they raise.
+  the network.  Ridge on sparse features (binning) and ``solver="cg"``
+  are not available for Dask input yet: they raise.
+* ``RandomBinningFeatures.fit``: the grids are drawn on the client; each
+  block's sorted per-grid sets of occupied bins come from the workers and
+  are merged by sorted union in block order, which is exactly the
+  in-memory vocabulary; ``transform`` gives lazy blocks of scipy CSR
+  (scipy.sparse inside Dask: Dask concatenates them with
+  ``scipy.sparse.vstack``; the ``sparse`` package was not needed).
 * ``predict`` / ``decision_function`` return lazy Dask arrays (as
   ``dask_ml.wrappers.ParallelPostFit`` does); ``score`` returns a float,
   computing the predictions (n_samples × n_targets values, never X) to the
@@ -161,19 +167,76 @@ def transform_blocks(est, X):
     return X.map_blocks(_transform_block, est, dtype=dtype, chunks=(X.chunks[0], (D,)), meta=meta)
 
 
-def refuse_binning_fit(est):
-    """Raise the error of ``RandomBinningFeatures.fit`` on a Dask array (not supported yet).
+def fit_binning(est, X):
+    """Fit a RandomBinningFeatures on a Dask X: per-block bin sets on the workers, merged in block order.
+
+    The grids are drawn on the client (any ``random_state``: workers draw
+    nothing) and shipped to the workers, which hash their rows and return
+    each grid's sorted set of occupied bins.  A binary tree in block order
+    merges them by sorted union, which is exactly the in-memory fit's
+    vocabulary (sorted per grid); the client then builds the lookup
+    structure with the same kernel as the in-memory fit.  Sets the fitted
+    attributes (the caller's ``fit_context`` restores the estimator if this
+    raises).
 
     Parameters
     ----------
-    est : RandomBinningFeatures
+    est : RandomBinningFeatures (parameters validated)
+    X : dask.array.Array of shape (n_samples, n_features)
     """
-    raise TypeError(
-        f"{type(est).__name__}.fit does not accept Dask arrays yet (its vocabulary of occupied bins "
-        f"must be gathered from every block). Fit it on in-memory rows, e.g. "
-        f"{type(est).__name__}(...).fit(X.compute()) or on a sample of rows; its transform then "
-        f"accepts Dask arrays (lazy blocks of scipy CSR)."
-    )
+    import dask
+
+    from . import _binning_fast
+    from ._kernels import KERNELS
+    from ._validation import validate_X
+
+    X = _row_blocks(X)
+    n, d = X.shape
+    if n >= 2**32 - 1:
+        raise ValueError(f"RandomBinningFeatures supports fewer than 2**32 - 1 training rows, got {n}")
+    validate_X(est, np.zeros((1, d), dtype=_float_dtype(X)), reset=True)  # n_features_in_
+    P = est.n_grids
+    pitches, offsets, U, INV = est._draw_grids(KERNELS[est.kernel], P, d)
+    # The bin-range check reads only each column's extremes: check them on a 2-row stand-in.
+    lo, hi = dask.compute(X.min(axis=0), X.max(axis=0))
+    est._check_bin_range(np.vstack([lo, hi]).astype(np.float64), U[:, :P], INV[:, :P])
+    block = dask.delayed(_block_bins, pure=True)
+    sets = [block(xb, U, INV, P) for xb in X.to_delayed().ravel()]
+    merge = dask.delayed(_union_bins, pure=True)
+    while len(sets) > 1:  # a binary tree in block order
+        sets = [merge(sets[i], sets[i + 1]) if i + 1 < len(sets) else sets[i] for i in range(0, len(sets), 2)]
+    (bins,) = dask.compute(sets[0])
+    # One pseudo-row per rank: row r holds each grid's r-th bin (the last one
+    # repeated for shorter grids), so build_vocabularies sees exactly these sets.
+    length = max(len(b) for b in bins)
+    rows = np.empty((length, P), dtype=np.uint64)
+    for p, b in enumerate(bins):
+        rows[: len(b), p] = b
+        rows[len(b):, p] = b[-1]
+    vocabulary = _binning_fast.build_vocabularies(np.empty(0, dtype=np.int32), rows.ravel(), P, est._n_threads())
+    if not np.array_equal(vocabulary[0], np.concatenate(bins)):  # the kernel keeps bins sorted per grid
+        raise RuntimeError("merged binning vocabulary differs from the kernel's; please report this")
+    est.pitches_, est.offsets_, est._U, est._INV = pitches, offsets, U, INV
+    est.n_grids_ = P
+    est._value = float(np.float64(1.0) / np.sqrt(np.float64(P)))
+    (est.bin_hashes_, est.grid_offsets_, est._dir, est._dir_offsets, est._dir_bits) = vocabulary
+    est.n_features_out_ = int(est.grid_offsets_[-1])
+
+
+def _block_bins(Xb, U, INV, P):
+    """Each grid's sorted set of bins occupied by a block's rows (runs on a worker)."""
+    from . import _binning_fast
+
+    Xb = np.ascontiguousarray(check_array(Xb, dtype=[np.float64, np.float32], ensure_min_samples=0))
+    if Xb.shape[0] == 0:
+        return [np.empty(0, dtype=np.uint64)] * P
+    hashes = np.empty(Xb.shape[0] * P, dtype=np.uint64)
+    _binning_fast.hash_rows(Xb, _binning_fast.Grids(U, INV, P), np.empty(0, dtype=np.int32), hashes, 1)
+    return [np.unique(col) for col in hashes.reshape(-1, P).T]
+
+
+def _union_bins(a, b):
+    return [np.union1d(x, y) for x, y in zip(a, b)]
 
 
 def _transform_block(Xb, est):
@@ -207,6 +270,12 @@ def fit_ridge(est, X, y, sample_weight):
 
     name = type(est).__name__
     X = _row_blocks(X)
+    if not isinstance(X._meta, np.ndarray):
+        raise TypeError(
+            f"{name} on a Dask array of sparse blocks (e.g. RandomBinningFeatures output) is not "
+            f"supported yet: it needs a CG solve whose products run on the workers. Compute the "
+            f"features (Z.compute()) and fit in memory, or use RandomFourierFeatures."
+        )
     y = _aligned(X, y, "y")
     if y.ndim not in (1, 2):
         raise ValueError(f"y must be 1-D or 2-D, got shape {y.shape}")
@@ -218,7 +287,7 @@ def fit_ridge(est, X, y, sample_weight):
     if est.features is not None and getattr(est.features, "_sparse_output", False):
         raise ValueError(
             f"{name}(features={type(est.features).__name__}(...)) does not accept Dask arrays yet: "
-            f"sparse features need a global vocabulary of bins and a CG solve over all rows. Use "
+            f"sparse features need a CG solve whose products run on the workers. Use "
             f"RandomFourierFeatures, or fit on X.compute()."
         )
     if est.solver == "cg":
