@@ -14,7 +14,9 @@ from sklearn.utils._param_validation import InvalidParameterError, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from . import _binning_fast
+from . import _dask
 from ._base import RandomFeatureMap, fit_context
+from ._dask import is_dask_array
 from ._kernels import GAMMA, KERNELS
 from ._memory import check_memory
 from ._validation import N_JOBS, Interval, as_generator, validate_X
@@ -184,15 +186,18 @@ class RandomBinningFeatures(ClassNamePrefixFeaturesOutMixin, RandomFeatureMap):
 
         Parameters
         ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features_in_)
+        X : {array-like, sparse matrix, dask array} of shape (n_samples, n_features_in_)
 
         Returns
         -------
         Z : scipy.sparse.csr_matrix of shape (n_samples, n_features_out_)
             X's float dtype; one entry 1/√n_grids per grid whose bin was seen
-            at fit, columns sorted within each row.
+            at fit, columns sorted within each row.  For a Dask array X, a
+            lazy Dask array of CSR blocks with X's row chunks.
         """
         check_is_fitted(self, "bin_hashes_")
+        if is_dask_array(X):  # lazy blocks of CSR, made on the workers
+            return _dask.transform_blocks(self, X)
         X = validate_X(self, X, reset=False)
         P = self.n_grids_
         self._check_bin_range(X, self._U[:, :P], self._INV[:, :P])
@@ -292,6 +297,9 @@ class RandomBinningFeatures(ClassNamePrefixFeaturesOutMixin, RandomFeatureMap):
 
     def _fit(self, X, return_features):
         P, spec = self.n_grids, KERNELS[self.kernel]
+        if is_dask_array(X):  # bin sets per block on the workers, merged here
+            _dask.fit_binning(self, X)
+            return _dask.transform_blocks(self, X) if return_features else None
         X = validate_X(self, X, reset=True)
         n, d = X.shape
         if n >= 2**32 - 1:

@@ -14,7 +14,9 @@ from sklearn.base import ClassNamePrefixFeaturesOutMixin
 from sklearn.utils._param_validation import InvalidParameterError, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
+from . import _dask
 from ._base import RandomFeatureMap, fit_context
+from ._dask import is_dask_array
 from ._fourier_sampling import SAMPLINGS, sample_fourier_parameters
 from ._fourier_transform import fourier_features
 from ._kernels import GAMMA, KERNEL_NAMES, KERNELS, NU, resolve_gamma
@@ -201,16 +203,20 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, RandomFeatureMap):
         """Draw the random frequencies for inputs shaped like X.
 
         Only X's width (and, for ``gamma='scale'``, its variance) is used.
+        A Dask array X is not loaded: its variance, if needed, is computed
+        by Dask; the frequencies are drawn here, on the client.
 
         Parameters
         ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        X : {array-like, sparse matrix, dask array} of shape (n_samples, n_features)
         y : ignored
 
         Returns
         -------
         self : RandomFourierFeatures
         """
+        if is_dask_array(X):  # fit reads only X's width, dtype (and variance for gamma="scale")
+            X = _dask.fourier_fit_input(X, with_variance=isinstance(self.gamma, str))
         X = validate_X(self, X, reset=True)
         dtype = X.dtype
         gamma = resolve_gamma(self.gamma, X)
@@ -278,13 +284,16 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, RandomFeatureMap):
 
         Parameters
         ----------
-        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        X : {array-like, sparse matrix, dask array} of shape (n_samples, n_features)
             Dense (any memory layout, read-only allowed) or sparse input.
 
         Returns
         -------
         Z : ndarray of shape (n_samples, n_components)
-            C-ordered, float32 for float32 input, float64 otherwise.
+            C-ordered, float32 for float32 input, float64 otherwise.  For a
+            Dask array X, a lazy Dask array with X's row chunks, computed
+            block by block on the workers (bit-identical to the in-memory
+            features in float64).
 
         Raises
         ------
@@ -292,6 +301,8 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, RandomFeatureMap):
             If X is so large that ``X @ W`` overflows (the features would be NaN).
         """
         check_is_fitted(self, "random_weights_")
+        if is_dask_array(X):  # lazy, block by block on the workers
+            return _dask.transform_blocks(self, X)
         X = validate_X(self, X, reset=False)
         n_threads = self._n_threads()
         W = self.random_weights_

@@ -32,9 +32,11 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, clone
 from sklearn.preprocessing import LabelBinarizer
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, column_or_1d
+from sklearn.utils.validation import check_array, check_consistent_length, check_is_fitted, column_or_1d
 
+from . import _dask
 from ._base import RandomFeatureMap, ValidatedParamsMixin, fit_context
+from ._dask import is_dask_array
 from ._cg import cg_ridge
 from ._cholesky import RidgeSolution
 from ._linops import make_products
@@ -277,7 +279,104 @@ def _validate_Xy(est, X, y, sample_weight):
     return X, y, check_sample_weight(sample_weight, X)
 
 
-class Ridge(RegressorMixin, _BaseRidge):
+# ---------------------------------------------------------------- partial_fit
+# Exact incremental fitting (issue 13): each call merges the block's
+# RidgeStatistics into the estimator's and re-solves, so after any sequence
+# of blocks the model is the one ``fit`` gives on their concatenation.
+# This block is owned by the Dask/partial_fit work; the solver paths above
+# are not touched by it.
+
+_BINNING_PARTIAL_FIT = (
+    "{name}.partial_fit does not support sparse feature maps such as {features}: their "
+    "vocabulary of occupied bins grows with every block (a bin first seen in a later block is a "
+    "new column, changing every earlier row's features), and their CG solve needs all the rows "
+    "at every iteration, so no fixed-size statistics can be merged. Fit on all rows with "
+    "{name}.fit, or use RandomFourierFeatures, whose width is fixed by the first block."
+)
+
+
+class _PartialFitMixin:
+    """``partial_fit`` machinery shared by Ridge and RidgeClassifier (exact, by merged statistics).
+
+    The running statistics live in ``_statistics_`` (a ``RidgeStatistics``);
+    its trailing underscore makes ``fit`` (``fit_context``) drop it, so a
+    ``fit`` ends any accumulation and the next ``partial_fit`` starts anew.
+    """
+
+    def _partial_fit_transaction(self, update):
+        """Validate the parameters, run ``update()``; on any exception restore the estimator's state."""
+        self._validate_params()
+        if self.solver == "cg":
+            raise ValueError(
+                f"{type(self).__name__}.partial_fit solves from merged Gram statistics (Cholesky); "
+                f"solver='cg' cannot be updated incrementally. Use solver='auto' or 'cholesky'."
+            )
+        saved = dict(vars(self))
+        try:
+            update()
+        except BaseException:
+            vars(self).clear()
+            vars(self).update(saved)
+            raise
+        return self
+
+    def _partial_validate(self, X, y, sample_weight):
+        """Validate a block; on the first call fix n_features_in_ and the feature map."""
+        first = getattr(self, "_statistics_", None) is None
+        if first:
+            X, y = validate_X_y(self, X, y, y_numeric=isinstance(self, RegressorMixin))
+        else:
+            # Later blocks: X must match the first block's width (and names).
+            X = validate_X(self, X, reset=False)
+            if sp.issparse(y):
+                raise TypeError("A sparse y was passed, but the targets must be dense; use y.toarray().")
+            y = check_array(y, ensure_2d=False, dtype=np.float64 if isinstance(self, RegressorMixin) else None,
+                            input_name="y")
+            check_consistent_length(X, y)
+        if isinstance(self, ClassifierMixin) and y.ndim == 2 and y.shape[1] == 1:
+            y = column_or_1d(y, warn=True)
+        return first, X, y, check_sample_weight(sample_weight, X)
+
+    def _partial_update(self, first, X, Y, sample_weight):
+        """Merge the statistics of block (X, Y) into the running ones and re-solve; return the ``_Fit``."""
+        if first:
+            if self.features is not None and getattr(self.features, "_sparse_output", False):
+                raise ValueError(_BINNING_PARTIAL_FIT.format(name=type(self).__name__,
+                                                             features=type(self.features).__name__))
+            features = None if self.features is None else clone(self.features).fit(X)
+        else:
+            features = getattr(self, "features_", None)
+        D = X.shape[1] if features is None else int(features.n_features_out_)
+        stats = self._block_statistics(features, X, Y, sample_weight, D)
+        if not first:
+            if stats.n_targets != self._statistics_.n_targets:
+                raise ValueError(
+                    f"y has {stats.n_targets} target(s) in this partial_fit block but "
+                    f"{self._statistics_.n_targets} in the earlier ones"
+                )
+            stats = self._statistics_.merge(stats)
+        sol = stats.solve(float(self.alpha))
+        self._statistics_ = stats
+        return _Fit("cholesky", sol.coef.astype(sol.dtype), sol.intercept.astype(sol.dtype),
+                    np.ones(stats.n_targets, dtype=np.intp), None, sol, features)
+
+    def _block_statistics(self, features, X, Y, sample_weight, D):
+        """RidgeStatistics of one block, its features made a chunk at a time (as ``fit`` streams them)."""
+        n_threads = effective_n_threads(self.n_jobs)
+        acc = None
+        itemsize = 4 if X.dtype == np.float32 else 8
+        for s, e in self._chunks(X.shape[0], D, itemsize):
+            Zb = X[s:e] if features is None else features.transform(X[s:e])
+            owned = features is not None
+            if sp.issparse(Zb):
+                Zb, owned = Zb.toarray(), True
+            if acc is None:
+                acc = StatisticsAccumulator(D, Y.shape[1], Zb.dtype, self.fit_intercept, n_threads)
+            acc.add(Zb, Y[s:e], None if sample_weight is None else sample_weight[s:e], owned=owned)
+        return acc.statistics()
+
+
+class Ridge(RegressorMixin, _PartialFitMixin, _BaseRidge):
     """Ridge regression on features, solved by Cholesky or conjugate gradient.
 
     Minimises ``Σ_i w_i (z_iᵀβ + b − y_i)² + alpha·‖β‖²`` where z_i is the
@@ -381,12 +480,62 @@ class Ridge(RegressorMixin, _BaseRidge):
         -------
         self : Ridge
         """
+        if is_dask_array(X):  # statistics per block on the workers, solve here
+            return _dask.fit_ridge(self, X, y, sample_weight)
         X, y, sample_weight = _validate_Xy(self, X, y, sample_weight)
         Y = np.asarray(y, dtype=np.float64)
         y_shape = "1d" if Y.ndim == 1 else ("column" if Y.shape[1] == 1 else "2d")
         Y = Y.reshape(Y.shape[0], -1)
         self._store_fit(self._fit_targets(X, Y, sample_weight), y_shape)
         return self
+
+    def partial_fit(self, X, y, sample_weight=None):
+        """Update the model with a block of rows: exactly ``fit`` on all the blocks seen so far.
+
+        Each call adds the block's sufficient statistics (centred Gram
+        matrix, cross-products, means; merged exactly, see ``_stats.py``) to
+        those of the earlier blocks and solves again by Cholesky, so the
+        model predicts after every call and, after any sequence of blocks,
+        equals ``fit`` on their concatenation (to rounding, ~1e-12
+        relative).  Memory: the D × D Gram matrix of the features, whatever
+        the number of rows.
+
+        The first call fixes ``n_features_in_``, the number of targets, and,
+        when ``features`` is given, the feature map: ``features`` is cloned
+        and fitted on the first block (a Fourier map reads only its width
+        and dtype; with ``gamma="scale"`` also its variance, so that gamma is
+        the first block's).  Sparse feature maps (binning) are refused: their
+        vocabulary of occupied bins grows with the blocks and their CG
+        solve needs every row, so use ``fit``.  ``alpha`` may change between
+        calls (the statistics do not depend on it).  ``fit`` discards the
+        accumulated statistics: a ``partial_fit`` after a ``fit`` starts
+        anew.  ``solver="cg"`` is refused.
+
+        Parameters
+        ----------
+        X : {array-like, CSR matrix} of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,) or (n_samples, n_targets)
+            The same number of targets in every block.
+        sample_weight : array-like of shape (n_samples,), optional
+            Non-negative weights; each block must have some positive weight.
+
+        Returns
+        -------
+        self : Ridge
+        """
+
+        def update():
+            first, Xv, yv, w = self._partial_validate(X, y, sample_weight)
+            Y = np.asarray(yv, dtype=np.float64)
+            y_shape = "1d" if Y.ndim == 1 else ("column" if Y.shape[1] == 1 else "2d")
+            if not first and y_shape != self._partial_y_shape:
+                raise ValueError(f"y is {y_shape} in this partial_fit block but {self._partial_y_shape} "
+                                 f"in the first one; give y the same shape in every block")
+            fit = self._partial_update(first, Xv, Y.reshape(Y.shape[0], -1), w)
+            self._partial_y_shape = y_shape
+            self._store_fit(fit, y_shape)
+
+        return self._partial_fit_transaction(update)
 
     def predict(self, X, return_std=False):
         """Predict with the fitted model.
@@ -412,6 +561,8 @@ class Ridge(RegressorMixin, _BaseRidge):
         y_std : ndarray, same shape as y_pred
             Only when ``return_std`` is True.
         """
+        if is_dask_array(X):  # lazy, block by block on the workers
+            return _dask.predict_blocks(self, X, "predict", return_std=return_std)
         if return_std:
             check_is_fitted(self, "coef_")
             if self._solution is None:
@@ -440,7 +591,7 @@ class Ridge(RegressorMixin, _BaseRidge):
         return tags
 
 
-class RidgeClassifier(ClassifierMixin, _BaseRidge):
+class RidgeClassifier(ClassifierMixin, _PartialFitMixin, _BaseRidge):
     """Classifier by ridge regression on ±1 targets (one-vs-rest), on features.
 
     Each class gets a target column of +1 (its samples) and −1 (the
@@ -489,6 +640,8 @@ class RidgeClassifier(ClassifierMixin, _BaseRidge):
         -------
         self : RidgeClassifier
         """
+        if is_dask_array(X):  # statistics per block on the workers, solve here
+            return _dask.fit_ridge(self, X, y, sample_weight)
         X, y, sample_weight = _validate_Xy(self, X, y, sample_weight)
         check_classification_targets(y)
         binarizer = LabelBinarizer(pos_label=1, neg_label=-1)
@@ -504,6 +657,67 @@ class RidgeClassifier(ClassifierMixin, _BaseRidge):
         self._store_fit(fit, "2d")
         return self
 
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
+        """Update the classifier with a block of rows: exactly ``fit`` on all the blocks seen so far.
+
+        As :meth:`randfeat.Ridge.partial_fit` (merged statistics, Cholesky
+        re-solve after every block, first block fixes the feature map,
+        binning refused), with the ±1 target columns of ``classes``.
+
+        Parameters
+        ----------
+        X : {array-like, CSR matrix} of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+            Labels, each one of ``classes``.
+        classes : array-like of shape (n_classes,), default=None
+            Every class of the whole data, required on the first call (as in
+            scikit-learn) since a block need not hold them all; later calls
+            may omit it or repeat it unchanged.  At least 2 classes.  After
+            ``fit`` it defaults to the fitted ``classes_``, but the
+            accumulation starts anew: ``fit`` keeps no statistics.
+        sample_weight : array-like of shape (n_samples,), optional
+
+        Returns
+        -------
+        self : RidgeClassifier
+        """
+
+        def update():
+            first = getattr(self, "_statistics_", None) is None
+            if first:
+                if classes is None and getattr(self, "_label_binarizer", None) is not None \
+                        and self._label_binarizer.y_type_ in ("binary", "multiclass"):
+                    classes_given = self.classes_  # after fit: the fitted classes, as scikit-learn
+                else:
+                    classes_given = classes
+                if classes_given is None:
+                    raise ValueError("classes must be passed on the first call to partial_fit "
+                                     "(every class of the whole data; a block need not hold them all)")
+                binarizer = LabelBinarizer(pos_label=1, neg_label=-1).fit(np.asarray(classes_given))
+                if len(binarizer.classes_) < 2:
+                    raise ValueError(f"classes must hold at least 2 classes, got {binarizer.classes_.tolist()!r}")
+                if binarizer.y_type_ not in ("binary", "multiclass"):
+                    raise ValueError(f"partial_fit needs classes as a 1-D array of labels, got {binarizer.y_type_}")
+            else:
+                binarizer = self._label_binarizer
+                if classes is not None and not np.array_equal(np.unique(np.asarray(classes)), self.classes_):
+                    raise ValueError(f"classes={np.unique(classes).tolist()!r} differs from the first call's "
+                                     f"{self.classes_.tolist()!r}")
+            _, Xv, yv, w = self._partial_validate(X, y, sample_weight)
+            check_classification_targets(yv)
+            if yv.ndim != 1:
+                raise ValueError("partial_fit needs y as a 1-D array of labels (multilabel targets: use fit)")
+            unknown = np.setdiff1d(yv, binarizer.classes_)
+            if unknown.size:
+                raise ValueError(f"y has labels {unknown[:5].tolist()!r} not in classes={binarizer.classes_.tolist()!r}")
+            Y = np.asarray(binarizer.transform(yv), dtype=np.float64)
+            fit = self._partial_update(first, Xv, Y, w)
+            self._label_binarizer = binarizer
+            self.classes_ = binarizer.classes_
+            self._store_fit(fit, "2d")
+
+        return self._partial_fit_transaction(update)
+
     def decision_function(self, X):
         """Return the ±1-regression scores.
 
@@ -516,6 +730,8 @@ class RidgeClassifier(ClassifierMixin, _BaseRidge):
         scores : ndarray of shape (n_samples,) for two classes, else (n_samples, n_classes)
             Positive for the class (binary: for ``classes_[1]``).
         """
+        if is_dask_array(X):  # lazy, block by block on the workers
+            return _dask.predict_blocks(self, X, "decision_function")
         _, out = self._decision(X)
         return out[:, 0] if out.shape[1] == 1 else out
 
@@ -530,6 +746,8 @@ class RidgeClassifier(ClassifierMixin, _BaseRidge):
         -------
         y_pred : ndarray of shape (n_samples,)
         """
+        if is_dask_array(X):  # lazy, block by block on the workers
+            return _dask.predict_blocks(self, X, "predict")
         scores = self.decision_function(X)
         if self._label_binarizer.y_type_.startswith("multilabel"):
             return self._label_binarizer.inverse_transform(np.where(scores > 0, 1, -1))

@@ -1,0 +1,160 @@
+"""Scale-out benchmark: Ridge(features=RandomFourierFeatures) on rows held by Dask workers vs in memory.
+
+Fits ``Ridge(features=RandomFourierFeatures(D))`` on N x 54 float32 rows
+(made on the workers by ``dask.array.random`` and persisted there), on a
+``distributed.LocalCluster`` with 1 and 2 worker processes (one thread
+each), and the in-memory streaming fit of the same rows, alternating the
+runs.  Reports per configuration: wall time, total CPU time (client plus
+every worker process), peak RSS (ru_maxrss) of the client and of each
+worker (the client's includes the in-memory baseline's copy of X), the
+per-block statistics time (measured on one block in this process), and the
+coefficients' largest relative difference from the in-memory fit.
+
+Usage (a single command; ``--quick`` takes well under a minute)::
+
+    python bench/scale_out.py --quick            # N=200,000, D=500
+    python bench/scale_out.py                    # N=2,000,000, D=1000 (issue 13's size)
+    python bench/scale_out.py --quick --out bench/results/scale_out_quick.json
+
+Total CPU time is the bar of issue 13 (at most 1.3x the in-memory fit's);
+wall time on a shared 2-core machine mostly says how loaded it was.
+"""
+
+import argparse
+import json
+import os
+import resource
+import sys
+import time
+
+import numpy as np
+
+
+def _cpu_seconds():
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def _peak_rss_mb():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
+
+
+def _estimator(D, n_jobs):
+    from randfeat import RandomFourierFeatures, Ridge
+
+    return Ridge(alpha=1.0, features=RandomFourierFeatures(D, gamma=0.05, random_state=0, n_jobs=n_jobs),
+                 n_jobs=n_jobs)
+
+
+def _data(client, N, chunk_rows):
+    import dask.array as da
+
+    rs = da.random.default_rng(0)
+    X = rs.standard_normal((N, 54), chunks=(chunk_rows, 54), dtype=np.float32)
+    y = (da.sin(X[:, 0]) + X[:, 1] * X[:, 2]).astype(np.float64)
+    return client.persist(X), client.persist(y)
+
+
+def run_cluster(n_workers, N, D, chunk_rows, reference):
+    """Fit on a fresh LocalCluster with n_workers processes; return the measurements."""
+    import distributed
+
+    with distributed.LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+        X, y = _data(client, N, chunk_rows)
+        distributed.wait([X, y])
+        worker_cpu0 = client.run(_cpu_seconds)
+        cpu0, t0 = _cpu_seconds(), time.perf_counter()
+        est = _estimator(D, n_jobs=1).fit(X, y)
+        wall = time.perf_counter() - t0
+        client_cpu = _cpu_seconds() - cpu0
+        worker_cpu = sum(v - worker_cpu0[k] for k, v in client.run(_cpu_seconds).items())
+        worker_peak = list(client.run(_peak_rss_mb).values())
+    coef = np.asarray(est.coef_, dtype=np.float64)
+    rel = float(np.abs(coef - reference).max() / np.abs(reference).max()) if reference is not None else None
+    return {"config": f"LocalCluster {n_workers} worker(s)", "wall_s": wall, "cpu_s": client_cpu + worker_cpu,
+            "client_cpu_s": client_cpu, "client_peak_rss_mb": _peak_rss_mb(),
+            "worker_peak_rss_mb": [round(m) for m in worker_peak], "coef_rel_diff": rel}
+
+
+def run_in_memory(X, y, D):
+    cpu0, t0 = _cpu_seconds(), time.perf_counter()
+    est = _estimator(D, n_jobs=None).fit(X, y)
+    return est, {"config": "in-memory streaming fit", "wall_s": time.perf_counter() - t0,
+                 "cpu_s": _cpu_seconds() - cpu0, "client_peak_rss_mb": _peak_rss_mb()}
+
+
+def block_cost(X, y, D, chunk_rows):
+    """Seconds for one block's statistics, the merge of two, and the client's solve (the cost model's terms)."""
+    from randfeat._stats import RidgeStatistics
+
+    est = _estimator(D, n_jobs=1)
+    features = est.features.fit(X[:chunk_rows])
+    t0 = time.perf_counter()
+    s = est._block_statistics(features, X[:chunk_rows], y[:chunk_rows, None], None, D)
+    t_block = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    m = s.merge(s)
+    t_merge = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    RidgeStatistics.solve(m, 1.0)
+    return {"block_s": t_block, "merge_s": t_merge, "solve_s": time.perf_counter() - t0}
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="N=200,000 rows, D=500 (under a minute)")
+    parser.add_argument("--rows", type=int, help="rows (default 2,000,000; --quick 200,000)")
+    parser.add_argument("--features", type=int, help="D (default 1000; --quick 500)")
+    parser.add_argument("--workers", default="1,2", help="worker counts to run, comma-separated")
+    parser.add_argument("--out", help="write the results as JSON here")
+    args = parser.parse_args(argv)
+    N = args.rows or (200_000 if args.quick else 2_000_000)
+    D = args.features or (500 if args.quick else 1000)
+    chunk_rows = 50_000 if args.quick else 250_000
+    workers = [int(w) for w in args.workers.split(",")]
+
+    import dask
+
+    # The in-memory baseline fits the same rows, made by the same generator.
+    with dask.config.set(scheduler="synchronous"):
+        import dask.array as da
+
+        rs = da.random.default_rng(0)
+        Xd = rs.standard_normal((N, 54), chunks=(chunk_rows, 54), dtype=np.float32)
+        X = Xd.compute()
+        y = (np.sin(X[:, 0]) + X[:, 1] * X[:, 2]).astype(np.float64)
+    rows = []
+    run_in_memory(X[:chunk_rows], y[:chunk_rows], D)  # warm-up (imports, thread pools), not reported
+    ref_est, first = run_in_memory(X, y, D)
+    reference = np.asarray(ref_est.coef_, dtype=np.float64)
+    rows.append(first)
+    for w in workers:  # alternate: cluster, in-memory, cluster, in-memory
+        rows.append(run_cluster(w, N, D, chunk_rows, reference))
+        rows.append(run_in_memory(X, y, D)[1])
+    cost = block_cost(X, y, D, chunk_rows)
+    base_cpu = np.median([r["cpu_s"] for r in rows if r["config"].startswith("in-memory")])
+    print(f"N={N:,} x 54 float32, D={D}, blocks of {chunk_rows:,} rows; machine: {os.cpu_count()} cores "
+          f"(possibly shared)")
+    print(f"{'config':32s} {'wall s':>8s} {'CPU s':>8s} {'CPU/in-mem':>10s} {'client MB':>10s} workers MB   coef rel")
+    for r in rows:
+        print(f"{r['config']:32s} {r['wall_s']:8.2f} {r['cpu_s']:8.2f} {r['cpu_s'] / base_cpu:10.2f} "
+              f"{r['client_peak_rss_mb']:10.0f} {str(r.get('worker_peak_rss_mb', '')):12s} "
+              f"{'' if r.get('coef_rel_diff') is None else format(r['coef_rel_diff'], '.1e')}")
+    n_blocks = -(-N // chunk_rows)
+    print(f"cost model (one process, measured): block statistics {cost['block_s']:.3f} s, merge "
+          f"{cost['merge_s'] * 1e3:.1f} ms, solve {cost['solve_s']:.3f} s")
+    for W, n_rows in ((16, 100_000_000), (64, 100_000_000)):
+        blocks = -(-n_rows // chunk_rows)
+        t = (-(-blocks // W)) * cost["block_s"] + np.ceil(np.log2(blocks)) * cost["merge_s"] + cost["solve_s"]
+        print(f"PROJECTION (not measured): {W} workers, {n_rows:,} rows in {blocks} blocks: "
+              f"~{t:.0f} s wall, ignoring network and scheduler overhead")
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump({"N": N, "D": D, "chunk_rows": chunk_rows, "n_blocks": n_blocks, "rows": rows,
+                       "cost": cost}, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

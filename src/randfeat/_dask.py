@@ -1,0 +1,418 @@
+"""Dask arrays in randfeat's estimators: features made on the workers, ridge statistics reduced to the client.
+
+Every Dask code path of randfeat lives here; the estimators call in through
+one-line hooks guarded by ``is_dask_array``.  Importing randfeat never
+imports dask: ``is_dask_array`` only looks at ``sys.modules`` (an object
+cannot be a Dask array unless dask is already imported), and dask itself is
+imported inside the functions that need it.
+
+Design (issue 13):
+
+* ``RandomFourierFeatures.fit`` reads only X's width and dtype (and, for
+  ``gamma="scale"``, X's variance, computed by Dask): the frequencies are
+  drawn once, on the client, and shipped with the fitted map, so workers
+  never draw random numbers and any ``random_state`` works.
+  ``transform`` is lazy: ``map_blocks`` of the in-memory ``transform`` over
+  row blocks (columns in one chunk), with the output's chunks and ``meta``
+  declared.  A row's features do not depend on the blocking in float64
+  (bit-identical to in-memory); in float32 they may differ by ~4e-7 unless
+  row blocks are multiples of 512 rows (the kernel's tile; see the README).
+* ``Ridge`` / ``RidgeClassifier.fit``: each row block (X, y, weights)
+  becomes its ``RidgeStatistics`` on a worker (with ``features=``, the
+  features are made there chunk by chunk and never leave it); the
+  statistics are merged by a binary tree in block order (fixed, so the
+  result is reproducible; exact in any grouping, Chan–Golub–LeVeque) and
+  the D × D solve runs on the client.  Only O(D² + D·K) per block crosses
+  the network.  Ridge on sparse features (binning) and ``solver="cg"``
+  are not available for Dask input yet: they raise.
+* ``RandomBinningFeatures.fit``: the grids are drawn on the client; each
+  block's sorted per-grid sets of occupied bins come from the workers and
+  are merged by sorted union in block order, which is exactly the
+  in-memory vocabulary; ``transform`` gives lazy blocks of scipy CSR
+  (scipy.sparse inside Dask: Dask concatenates them with
+  ``scipy.sparse.vstack``; the ``sparse`` package was not needed).
+* ``predict`` / ``decision_function`` return lazy Dask arrays (as
+  ``dask_ml.wrappers.ParallelPostFit`` does); ``score`` returns a float,
+  computing the predictions (n_samples × n_targets values, never X) to the
+  client.
+"""
+
+import sys
+
+import numpy as np
+from sklearn.base import clone
+from sklearn.preprocessing import LabelBinarizer
+from sklearn.utils.validation import check_array, check_is_fitted
+
+from ._stats import RidgeStatistics
+
+
+def is_dask_array(X):
+    """Return True if X is a ``dask.array.Array`` (never imports dask).
+
+    Parameters
+    ----------
+    X : object
+
+    Returns
+    -------
+    bool
+    """
+    module = sys.modules.get("dask.array")
+    return module is not None and isinstance(X, module.Array)
+
+
+# ------------------------------------------------------------------ checks
+def _check_known_chunks(X, name):
+    if any(np.isnan(c) for dim in X.chunks for c in dim):
+        raise ValueError(
+            f"{name} is a Dask array with unknown chunk sizes ({X.chunks!r}), e.g. from boolean "
+            f"indexing or a Dask DataFrame's .values; randfeat needs the rows of every block. Call "
+            f"{name}.compute_chunk_sizes() (or DataFrame.to_dask_array(lengths=True)) first."
+        )
+
+
+def _float_dtype(X):
+    # As validate_X: float32 stays float32, every other dtype becomes float64.
+    return np.dtype(np.float32) if X.dtype == np.float32 else np.dtype(np.float64)
+
+
+def _row_blocks(X, name="X"):
+    """X checked (2-D, known chunks) and rechunked to one chunk of columns."""
+    if X.ndim != 2:
+        raise ValueError(f"Expected a 2-D Dask array for {name}, got {X.ndim} dimension(s) (shape {X.shape})")
+    _check_known_chunks(X, name)
+    if X.shape[0] == 0:
+        raise ValueError(f"Found array with 0 sample(s) (shape={X.shape}) while a minimum of 1 is required.")
+    if len(X.chunks[1]) > 1:
+        X = X.rechunk({1: -1})
+    return X
+
+
+def _aligned(X, v, name):
+    """v (a Dask or NumPy array of X's length) as a Dask array with X's row chunks, or None."""
+    import dask.array as da
+
+    if v is None:
+        return None
+    if not is_dask_array(v):
+        v = np.asarray(v)
+        if v.ndim == 0 or v.shape[0] != X.shape[0]:
+            raise ValueError(f"{name} has {v.shape[0] if v.ndim else 0} rows but X has {X.shape[0]}")
+        return da.from_array(v, chunks=(X.chunks[0],) + tuple((s,) for s in v.shape[1:]))
+    _check_known_chunks(v, name)
+    if v.shape[0] != X.shape[0]:
+        raise ValueError(f"{name} has {v.shape[0]} rows but X has {X.shape[0]}")
+    if v.chunks[0] != X.chunks[0]:
+        raise ValueError(
+            f"{name}'s row chunks {v.chunks[0]} differ from X's {X.chunks[0]}: each block of rows of X "
+            f"needs its own {name} on the same worker. Rechunk, e.g. {name}.rechunk({{0: X.chunks[0]}})."
+        )
+    if v.ndim == 2 and len(v.chunks[1]) > 1:
+        v = v.rechunk({1: -1})
+    return v
+
+
+# ----------------------------------------------------------- Fourier map
+def fourier_fit_input(X, *, with_variance):
+    """Return a 2-row NumPy stand-in for a Dask X: its width and dtype (and, if asked, its variance).
+
+    ``RandomFourierFeatures.fit`` reads only these.  With
+    ``with_variance`` (``gamma="scale"``) the stand-in's rows are all-0 and
+    all-2σ, whose entry variance is σ² = X.var() (computed by Dask, one pass
+    over X on the workers); otherwise zeros.
+
+    Parameters
+    ----------
+    X : dask.array.Array of shape (n_samples, n_features)
+    with_variance : bool
+
+    Returns
+    -------
+    ndarray of shape (2, n_features)
+    """
+    X = _row_blocks(X)
+    stand_in = np.zeros((2, X.shape[1]), dtype=_float_dtype(X))
+    if with_variance:
+        stand_in[1] = 2.0 * float(np.sqrt(X.astype(np.float64).var().compute()))
+    return stand_in
+
+
+def transform_blocks(est, X):
+    """Lazy ``est.transform`` of a Dask X, block by block on the workers (any fitted randfeat map).
+
+    Rows are transformed independently, so each block is the in-memory
+    transform of its rows.  Fourier blocks are dense ndarrays; binning
+    blocks are ``scipy.sparse.csr_matrix`` (Dask concatenates them with
+    ``scipy.sparse.vstack`` on ``compute``).
+
+    Parameters
+    ----------
+    est : fitted RandomFourierFeatures or RandomBinningFeatures
+    X : dask.array.Array of shape (n_samples, n_features_in_)
+
+    Returns
+    -------
+    dask.array.Array of shape (n_samples, n_features_out_), row chunks of X
+    """
+    import scipy.sparse as sp
+
+    X = _row_blocks(X)
+    if X.shape[1] != est.n_features_in_:
+        raise ValueError(f"X has {X.shape[1]} features, but {type(est).__name__} is expecting "
+                         f"{est.n_features_in_} features as input.")
+    D = int(est.n_features_out_)
+    dtype = _float_dtype(X)
+    meta = sp.csr_matrix((0, D), dtype=dtype) if est._sparse_output else np.empty((0, D), dtype=dtype)
+    return X.map_blocks(_transform_block, est, dtype=dtype, chunks=(X.chunks[0], (D,)), meta=meta)
+
+
+def fit_binning(est, X):
+    """Fit a RandomBinningFeatures on a Dask X: per-block bin sets on the workers, merged in block order.
+
+    The grids are drawn on the client (any ``random_state``: workers draw
+    nothing) and shipped to the workers, which hash their rows and return
+    each grid's sorted set of occupied bins.  A binary tree in block order
+    merges them by sorted union, which is exactly the in-memory fit's
+    vocabulary (sorted per grid); the client then builds the lookup
+    structure with the same kernel as the in-memory fit.  Sets the fitted
+    attributes (the caller's ``fit_context`` restores the estimator if this
+    raises).
+
+    Parameters
+    ----------
+    est : RandomBinningFeatures (parameters validated)
+    X : dask.array.Array of shape (n_samples, n_features)
+    """
+    import dask
+
+    from . import _binning_fast
+    from ._kernels import KERNELS
+    from ._validation import validate_X
+
+    X = _row_blocks(X)
+    n, d = X.shape
+    if n >= 2**32 - 1:
+        raise ValueError(f"RandomBinningFeatures supports fewer than 2**32 - 1 training rows, got {n}")
+    validate_X(est, np.zeros((1, d), dtype=_float_dtype(X)), reset=True)  # n_features_in_
+    P = est.n_grids
+    pitches, offsets, U, INV = est._draw_grids(KERNELS[est.kernel], P, d)
+    # The bin-range check reads only each column's extremes: check them on a 2-row stand-in.
+    lo, hi = dask.compute(X.min(axis=0), X.max(axis=0))
+    est._check_bin_range(np.vstack([lo, hi]).astype(np.float64), U[:, :P], INV[:, :P])
+    block = dask.delayed(_block_bins, pure=True)
+    sets = [block(xb, U, INV, P) for xb in X.to_delayed().ravel()]
+    merge = dask.delayed(_union_bins, pure=True)
+    while len(sets) > 1:  # a binary tree in block order
+        sets = [merge(sets[i], sets[i + 1]) if i + 1 < len(sets) else sets[i] for i in range(0, len(sets), 2)]
+    (bins,) = dask.compute(sets[0])
+    # One pseudo-row per rank: row r holds each grid's r-th bin (the last one
+    # repeated for shorter grids), so build_vocabularies sees exactly these sets.
+    length = max(len(b) for b in bins)
+    rows = np.empty((length, P), dtype=np.uint64)
+    for p, b in enumerate(bins):
+        rows[: len(b), p] = b
+        rows[len(b):, p] = b[-1]
+    vocabulary = _binning_fast.build_vocabularies(np.empty(0, dtype=np.int32), rows.ravel(), P, est._n_threads())
+    if not np.array_equal(vocabulary[0], np.concatenate(bins)):  # the kernel keeps bins sorted per grid
+        raise RuntimeError("merged binning vocabulary differs from the kernel's; please report this")
+    est.pitches_, est.offsets_, est._U, est._INV = pitches, offsets, U, INV
+    est.n_grids_ = P
+    est._value = float(np.float64(1.0) / np.sqrt(np.float64(P)))
+    (est.bin_hashes_, est.grid_offsets_, est._dir, est._dir_offsets, est._dir_bits) = vocabulary
+    est.n_features_out_ = int(est.grid_offsets_[-1])
+
+
+def _block_bins(Xb, U, INV, P):
+    """Each grid's sorted set of bins occupied by a block's rows (runs on a worker)."""
+    from . import _binning_fast
+
+    Xb = np.ascontiguousarray(check_array(Xb, dtype=[np.float64, np.float32], ensure_min_samples=0))
+    if Xb.shape[0] == 0:
+        return [np.empty(0, dtype=np.uint64)] * P
+    hashes = np.empty(Xb.shape[0] * P, dtype=np.uint64)
+    _binning_fast.hash_rows(Xb, _binning_fast.Grids(U, INV, P), np.empty(0, dtype=np.int32), hashes, 1)
+    return [np.unique(col) for col in hashes.reshape(-1, P).T]
+
+
+def _union_bins(a, b):
+    return [np.union1d(x, y) for x, y in zip(a, b)]
+
+
+def _transform_block(Xb, est):
+    return est.transform(Xb)
+
+
+# ------------------------------------------------------------------ Ridge
+def fit_ridge(est, X, y, sample_weight):
+    """Fit a Ridge or RidgeClassifier on Dask X: statistics per block on the workers, solve on the client.
+
+    Sets the estimator's fitted attributes (the caller's ``fit_context``
+    restores it if this raises).
+
+    Parameters
+    ----------
+    est : Ridge or RidgeClassifier (parameters validated)
+    X : dask.array.Array of shape (n_samples, n_features)
+    y : dask or NumPy array of shape (n_samples,) or (n_samples, n_targets)
+    sample_weight : dask or NumPy array of shape (n_samples,), or None
+
+    Returns
+    -------
+    est
+    """
+    import dask
+    import dask.array as da
+    from sklearn.base import ClassifierMixin
+
+    from ._ridge import CHOLESKY_MAX_FEATURES, _Fit
+    from ._validation import validate_X
+
+    name = type(est).__name__
+    X = _row_blocks(X)
+    if not isinstance(X._meta, np.ndarray):
+        raise TypeError(
+            f"{name} on a Dask array of sparse blocks (e.g. RandomBinningFeatures output) is not "
+            f"supported yet: it needs a CG solve whose products run on the workers. Compute the "
+            f"features (Z.compute()) and fit in memory, or use RandomFourierFeatures."
+        )
+    y = _aligned(X, y, "y")
+    if y.ndim not in (1, 2):
+        raise ValueError(f"y must be 1-D or 2-D, got shape {y.shape}")
+    w = _aligned(X, sample_weight, "sample_weight")
+    if w is not None and w.ndim != 1:
+        raise ValueError(f"sample_weight must be 1-D, got shape {w.shape}")
+    validate_X(est, np.zeros((1, X.shape[1]), dtype=_float_dtype(X)), reset=True)  # n_features_in_
+
+    if est.features is not None and getattr(est.features, "_sparse_output", False):
+        raise ValueError(
+            f"{name}(features={type(est.features).__name__}(...)) does not accept Dask arrays yet: "
+            f"sparse features need a CG solve whose products run on the workers. Use "
+            f"RandomFourierFeatures, or fit on X.compute()."
+        )
+    if est.solver == "cg":
+        raise ValueError(f"{name} fits Dask arrays from per-block Gram statistics (Cholesky); "
+                         f"solver='cg' is not available for Dask input. Use solver='auto' or 'cholesky'.")
+    features = None if est.features is None else clone(est.features).fit(X)
+    D = X.shape[1] if features is None else int(features.n_features_out_)
+    if D > CHOLESKY_MAX_FEATURES and est.solver == "auto":
+        raise ValueError(f"{name} on Dask input solves by Cholesky, whose D x D Gram matrix "
+                         f"({D} features) is beyond solver='auto''s limit of {CHOLESKY_MAX_FEATURES}; "
+                         f"pass solver='cholesky' to use it anyway (8*D^2 bytes per worker and on the client).")
+
+    classifier = isinstance(est, ClassifierMixin)
+    if classifier:
+        if y.ndim != 1:
+            raise ValueError("RidgeClassifier on Dask input needs y as a 1-D array of labels")
+        classes = np.asarray(da.unique(y).compute())
+        binarizer = LabelBinarizer(pos_label=1, neg_label=-1).fit(classes)
+        if len(binarizer.classes_) < 2:
+            raise ValueError(
+                f"RidgeClassifier needs samples of at least 2 classes in the data, "
+                f"but the data contains only one class: {binarizer.classes_[0]!r}"
+            )
+        K = 1 if len(binarizer.classes_) == 2 else len(binarizer.classes_)
+        y_shape = "2d"
+    else:
+        binarizer = None
+        K = 1 if y.ndim == 1 else y.shape[1]
+        y_shape = "1d" if y.ndim == 1 else ("column" if K == 1 else "2d")
+
+    # Workers receive a copy of the estimator's parameters (for chunking
+    # and centring) without any fitted state.
+    worker_est = clone(est)
+    Xd = X.to_delayed().ravel()
+    yd = y.to_delayed().ravel()
+    wd = [None] * len(Xd) if w is None else w.to_delayed().ravel()
+    block = dask.delayed(_block_statistics, pure=True)
+    stats = [block(worker_est, features, binarizer, xb, yb, wb, D, K, _float_dtype(X))
+             for xb, yb, wb in zip(Xd, yd, wd)]
+    merge = dask.delayed(_merge, pure=True)
+    while len(stats) > 1:  # a binary tree in block order: fixed, reproducible
+        stats = [merge(stats[i], stats[i + 1]) if i + 1 < len(stats) else stats[i]
+                 for i in range(0, len(stats), 2)]
+    (total,) = dask.compute(stats[0])
+    if total.weight_sum <= 0:
+        raise ValueError("sample_weight is zero for every sample, so no sample counts in the fit; "
+                         "give at least one sample a positive weight")
+    sol = total.solve(float(est.alpha), overwrite=True)
+    fit = _Fit("cholesky", sol.coef.astype(sol.dtype), sol.intercept.astype(sol.dtype),
+               np.ones(K, dtype=np.intp), None, sol, features)
+    if classifier:
+        est._label_binarizer = binarizer
+        est.classes_ = binarizer.classes_
+    est._store_fit(fit, y_shape)
+    return est
+
+
+def _block_statistics(est, features, binarizer, Xb, yb, wb, D, K, dtype):
+    """RidgeStatistics of one row block (runs on a worker): validate, make features, accumulate."""
+    from ._validation import check_sample_weight
+
+    Xb = check_array(Xb, dtype=[np.float64, np.float32], ensure_min_samples=0)
+    if binarizer is not None:
+        unknown = np.setdiff1d(yb, binarizer.classes_)
+        if unknown.size:  # cannot happen: classes came from y itself
+            raise ValueError(f"labels {unknown.tolist()!r} not among the classes")
+        Yb = np.asarray(binarizer.transform(yb), dtype=np.float64)
+    else:
+        Yb = check_array(yb, ensure_2d=False, dtype=np.float64, ensure_min_samples=0, input_name="y")
+        Yb = Yb.reshape(Yb.shape[0], -1)
+    if Xb.shape[0] == 0:
+        return RidgeStatistics.empty(D, K, dtype, fit_intercept=est.fit_intercept)
+    if wb is not None:
+        wb = np.asarray(wb, dtype=np.float64)
+        if not np.isfinite(wb).all() or np.any(wb < 0):
+            raise ValueError("sample_weight must be finite and non-negative")
+        if not wb.sum() > 0:  # a block of zero weights adds only its row count
+            stats = RidgeStatistics.empty(D, K, dtype, fit_intercept=est.fit_intercept)
+            stats.n_samples = Xb.shape[0]
+            return stats
+        wb = check_sample_weight(wb, Xb)
+    return est._block_statistics(features, Xb, Yb, wb, D)
+
+
+def _merge(a, b):
+    return a.merge(b)
+
+
+# -------------------------------------------------------------- prediction
+def predict_blocks(est, X, method, **kwargs):
+    """Lazy ``est.<method>(X, **kwargs)`` over the row blocks of a Dask X.
+
+    Parameters
+    ----------
+    est : fitted Ridge or RidgeClassifier
+    X : dask.array.Array of shape (n_samples, n_features_in_)
+    method : {"predict", "decision_function"}
+    **kwargs : passed to the method (``return_std`` for Ridge.predict)
+
+    Returns
+    -------
+    dask.array.Array, or a tuple of them (``return_std=True``)
+    """
+    check_is_fitted(est, "coef_")
+    X = _row_blocks(X)
+    if X.shape[1] != est.n_features_in_:
+        raise ValueError(f"X has {X.shape[1]} features, but {type(est).__name__} is expecting "
+                         f"{est.n_features_in_} features as input.")
+    if kwargs.get("return_std"):
+        est.predict(np.zeros((1, X.shape[1]), dtype=_float_dtype(X)), return_std=True)  # fail early
+        mean = predict_blocks(est, X, method)
+        std = X.map_blocks(_method_block, est, method, 1, {"return_std": True},
+                           **_out_layout(est, X, mean.ndim, mean.dtype))
+        return mean, std
+    probe = getattr(est, method)(np.zeros((1, X.shape[1]), dtype=_float_dtype(X)))
+    return X.map_blocks(_method_block, est, method, None, {}, **_out_layout(est, X, probe.ndim, probe.dtype))
+
+
+def _out_layout(est, X, ndim, dtype):
+    if ndim == 1:
+        return dict(drop_axis=1, dtype=dtype, chunks=(X.chunks[0],), meta=np.empty((0,), dtype=dtype))
+    K = est.coef_.shape[0]
+    return dict(dtype=dtype, chunks=(X.chunks[0], (K,)), meta=np.empty((0, K), dtype=dtype))
+
+
+def _method_block(Xb, est, method, item, kwargs):
+    out = getattr(est, method)(Xb, **kwargs)
+    return out if item is None else out[item]

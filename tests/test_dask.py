@@ -1,0 +1,256 @@
+"""Dask arrays end to end: features, Ridge and pipelines on the synchronous scheduler and a LocalCluster.
+
+Each result is compared with the same estimator on the NumPy array
+(features bit-identical in float64, coefficients within 1e-10 relative).
+The cluster tests are few (the CI budget is tight); the synchronous
+scheduler runs the same code paths without processes.
+"""
+
+import subprocess
+import sys
+import tracemalloc
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.pipeline import make_pipeline
+
+from randfeat import RandomBinningFeatures, RandomFourierFeatures, Ridge, RidgeClassifier
+
+from _subprocess_env import subprocess_env
+
+da = pytest.importorskip("dask.array")
+dask = pytest.importorskip("dask")
+distributed = pytest.importorskip("distributed")
+
+
+def test_importing_randfeat_does_not_import_dask():
+    code = "import sys, randfeat; randfeat.Ridge(); assert 'dask' not in sys.modules, 'dask imported'"
+    subprocess.run([sys.executable, "-c", code], check=True, env=subprocess_env())
+
+
+@pytest.fixture(scope="session")
+def cluster_client():
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                                  worker_dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+        yield client
+
+
+@pytest.fixture
+def sync():
+    with dask.config.set(scheduler="synchronous"):
+        yield
+
+
+def _close(a, b, rtol=1e-10):
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    assert a.shape == b.shape
+    assert np.abs(a - b).max() <= rtol * max(np.abs(b).max(), 1e-300)
+
+
+def _data(n=700, d=6, seed=0, k=None):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d)) + 2.0
+    y = np.sin(X).sum(axis=1) if k is None else np.sin(X) @ rng.standard_normal((d, k))
+    return X, y, rng.uniform(0.2, 2.0, n)
+
+
+CHUNKS = ((250, 1, 300, 149), (4, 2))  # uneven rows (one single-row block), columns split
+
+
+# ------------------------------------------------------------------ features
+@pytest.mark.parametrize("n_components", [40, 41])
+def test_fourier_transform_lazy_and_bit_identical(sync, n_components):
+    X, _, _ = _data()
+    Xd = da.from_array(X, chunks=CHUNKS)
+    rff = RandomFourierFeatures(n_components, random_state=np.random.default_rng(5))  # any random_state:
+    ref = clone(rff).fit(X)  # the map is drawn on the client, workers only apply it
+    rff.fit(Xd)
+    np.testing.assert_array_equal(rff.random_weights_, ref.random_weights_)
+    Z = rff.transform(Xd)
+    assert isinstance(Z, da.Array)
+    assert Z.shape == (700, n_components) and Z.chunks == (CHUNKS[0], (n_components,))
+    assert Z.dtype == np.float64 and type(Z._meta) is np.ndarray
+    np.testing.assert_array_equal(Z.compute(), ref.transform(X))
+    np.testing.assert_array_equal(Z[:, -3:].compute(), ref.transform(X)[:, -3:])  # declared width is right
+    # (a Generator random_state is consumed by fit: compare fit_transform with an int seed)
+    rff3 = RandomFourierFeatures(n_components, random_state=3)
+    np.testing.assert_array_equal(clone(rff3).fit_transform(Xd).compute(), rff3.fit_transform(X))
+
+
+def test_fourier_gamma_scale_and_float32(sync):
+    X, _, _ = _data()
+    X32 = (X * 3).astype(np.float32)
+    rff = RandomFourierFeatures(30, gamma="scale", random_state=0)
+    ref = clone(rff).fit(X32)
+    rff.fit(da.from_array(X32, chunks=(512, 6)))
+    assert rff.gamma_ == pytest.approx(ref.gamma_, rel=1e-6)
+    # float32 blocks that are multiples of the kernel's 512-row tile give the in-memory features exactly
+    ref.set_params(gamma=rff.gamma_).fit(X32)
+    Z = rff.transform(da.from_array(X32, chunks=(512, 6)))
+    assert Z.dtype == np.float32
+    np.testing.assert_array_equal(Z.compute(), ref.transform(X32))
+
+
+def test_transform_bad_input(sync):
+    X, _, _ = _data()
+    rff = RandomFourierFeatures(10, random_state=0).fit(X)
+    with pytest.raises(ValueError, match="expecting 6 features"):
+        rff.transform(da.from_array(X[:, :4]))
+    Xd = da.from_array(X, chunks=100)
+    with pytest.raises(ValueError, match="unknown chunk sizes"):
+        rff.transform(Xd[Xd[:, 0] > 2])
+    Xnan = X.copy()
+    Xnan[3, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        rff.transform(da.from_array(Xnan, chunks=100)).compute()
+
+
+# --------------------------------------------------------------------- ridge
+@pytest.mark.parametrize("features", [None, RandomFourierFeatures(50, gamma=0.2, random_state=1)])
+@pytest.mark.parametrize("k", [None, 1, 3])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_ridge_fit_equals_in_memory(sync, features, k, weighted):
+    X, y, w = _data(k=k)  # k=1: y of shape (n, 1)
+    est = Ridge(alpha=0.3, features=features, chunk_size=128)
+    ref = clone(est).fit(X, y, sample_weight=w if weighted else None)
+    Xd = da.from_array(X, chunks=CHUNKS)
+    yd = da.from_array(y, chunks=(CHUNKS[0],) + y.shape[1:])
+    wd = w if not weighted else da.from_array(w, chunks=(CHUNKS[0],))  # NumPy y/w are aligned to X
+    est.fit(Xd, yd, sample_weight=wd if weighted else None)
+    assert np.shape(est.coef_) == np.shape(ref.coef_) and np.shape(est.intercept_) == np.shape(ref.intercept_)
+    _close(est.coef_, ref.coef_)
+    _close(est.intercept_, ref.intercept_)
+    _close(est.noise_variance_, ref.noise_variance_)
+    pred = est.predict(Xd)
+    assert isinstance(pred, da.Array) and pred.shape == ref.predict(X).shape and pred.chunks[0] == CHUNKS[0]
+    _close(pred.compute(), ref.predict(X))
+    mean, std = est.predict(Xd, return_std=True)
+    _close(std.compute(), ref.predict(X, return_std=True)[1])
+    score = est.score(Xd, yd)
+    assert isinstance(score, float)
+    assert score == pytest.approx(ref.score(X, y), rel=1e-10)
+
+
+def test_ridge_numpy_targets_and_zero_weight_blocks(sync):
+    X, y, w = _data()
+    w[:250] = 0.0  # the first block weighs nothing
+    ref = Ridge(alpha=0.1, fit_intercept=False).fit(X, y, sample_weight=w)
+    est = Ridge(alpha=0.1, fit_intercept=False).fit(da.from_array(X, chunks=CHUNKS), y, sample_weight=w)
+    _close(est.coef_, ref.coef_)
+
+
+@pytest.mark.parametrize("labels", [["no", "yes"], ["a", "b", "c"]])
+def test_classifier_equals_in_memory(sync, labels):
+    X, _, _ = _data()
+    y = np.array(labels)[np.argmax(X[:, : len(labels)], axis=1)]
+    est = RidgeClassifier(alpha=0.5, features=RandomFourierFeatures(30, random_state=2))
+    ref = clone(est).fit(X, y)
+    Xd, yd = da.from_array(X, chunks=CHUNKS), da.from_array(y, chunks=(CHUNKS[0],))
+    est.fit(Xd, yd)
+    np.testing.assert_array_equal(est.classes_, ref.classes_)
+    _close(est.coef_, ref.coef_)
+    scores = est.decision_function(Xd)
+    assert isinstance(scores, da.Array) and scores.shape == ref.decision_function(X).shape
+    _close(scores.compute(), ref.decision_function(X))
+    pred = est.predict(Xd)
+    assert isinstance(pred, da.Array) and pred.dtype == ref.predict(X).dtype
+    np.testing.assert_array_equal(pred.compute(), ref.predict(X))
+    assert est.score(Xd, yd) == ref.score(X, y)
+
+
+def test_ridge_bad_input_leaves_model_unchanged(sync):
+    X, y, _ = _data()
+    est = Ridge().fit(X, y)
+    coef = est.coef_.copy()
+    Xd = da.from_array(X, chunks=100)
+    with pytest.raises(ValueError, match="unknown chunk sizes"):
+        est.fit(Xd[Xd[:, 0] > 2], y[:10])
+    with pytest.raises(ValueError, match=r"y's row chunks .* differ from X's"):
+        est.fit(Xd, da.from_array(y, chunks=70))
+    with pytest.raises(ValueError, match="y has 10 rows but X has 700"):
+        est.fit(Xd, y[:10])
+    with pytest.raises(ValueError, match="CG solve whose products run on the workers"):
+        clone(est).set_params(features=RandomBinningFeatures(random_state=0)).fit(Xd, y)
+    with pytest.raises(ValueError, match="solver='cg' is not available"):
+        clone(est).set_params(solver="cg").fit(Xd, y)
+    Xnan = X.copy()
+    Xnan[650, 0] = np.inf
+    with pytest.raises(ValueError, match="infinity"):
+        est.fit(da.from_array(Xnan, chunks=100), y)
+    np.testing.assert_array_equal(est.coef_, coef)
+
+
+# --------------------------------------------------------- on a LocalCluster
+def test_cluster_pipeline_end_to_end(cluster_client):
+    X, y, w = _data(n=3000)
+    Xd = da.from_array(X, chunks=(700, 6))
+    yd, wd = da.from_array(y, chunks=700), da.from_array(w, chunks=700)
+    pipe = make_pipeline(RandomFourierFeatures(60, random_state=0), Ridge(alpha=0.2))
+    ref = clone(pipe).fit(X, y, ridge__sample_weight=w)
+    pipe.fit(Xd, yd, ridge__sample_weight=wd)
+    _close(pipe[-1].coef_, ref[-1].coef_)
+    pred = pipe.predict(Xd)
+    assert isinstance(pred, da.Array)
+    _close(pred.compute(), ref.predict(X))
+    # Ridge(features=...) makes the features on the workers: the same model
+    est = Ridge(alpha=0.2, features=RandomFourierFeatures(60, random_state=0)).fit(Xd, yd, sample_weight=wd)
+    _close(est.coef_, ref[-1].coef_)
+
+
+def test_cluster_classifier_and_client_memory(cluster_client):
+    # 160 MB of rows made and held on the workers; the fit must not bring them to the client.
+    n, d = 400_000, 50
+    Xd = da.random.default_rng(0).standard_normal((n, d), chunks=(50_000, d)).persist()
+    yd = (Xd[:, 0] + Xd[:, 1] > 0).persist()
+    distributed.wait([Xd, yd])
+    tracemalloc.start()
+    try:
+        clf = RidgeClassifier(alpha=1.0).fit(Xd, yd)
+        acc = clf.score(Xd, yd)  # brings the n predictions (0.4 MB of bools), never X
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 30 * 2**20, f"client allocated {peak / 2**20:.0f} MB while fitting 160 MB held on the workers"
+    assert acc > 0.95
+    ref = RidgeClassifier(alpha=1.0).fit(Xd.compute(), yd.compute())  # now, and only here, on the client
+    _close(clf.coef_, ref.coef_)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_binning_fit_from_block_vocabularies_and_lazy_csr(sync, dtype):
+    import scipy.sparse as sp
+
+    X = _data()[0].astype(dtype)
+    ref = RandomBinningFeatures(n_grids=6, random_state=0).fit(X)
+    rbf = RandomBinningFeatures(n_grids=6, random_state=0).fit(da.from_array(X, chunks=CHUNKS))
+    np.testing.assert_array_equal(rbf.bin_hashes_, ref.bin_hashes_)  # merged vocabulary = in-memory one
+    np.testing.assert_array_equal(rbf.grid_offsets_, ref.grid_offsets_)
+    Z = rbf.transform(da.from_array(X, chunks=CHUNKS))
+    assert isinstance(Z, da.Array) and isinstance(Z._meta, sp.csr_matrix)
+    assert Z.shape == (700, ref.n_features_out_) and Z.chunks[0] == CHUNKS[0] and Z.dtype == dtype
+    Zc = Z.compute()
+    assert sp.issparse(Zc) and (Zc != ref.transform(X)).nnz == 0
+    Zft = RandomBinningFeatures(n_grids=6, random_state=0).fit_transform(da.from_array(X, chunks=200))
+    assert (Zft.compute() != ref.fit_transform(X)).nnz == 0
+    # grids are drawn on the client: a Generator random_state works (workers draw nothing)
+    g1 = RandomBinningFeatures(n_grids=3, random_state=np.random.default_rng(4)).fit(da.from_array(X, chunks=100))
+    g2 = RandomBinningFeatures(n_grids=3, random_state=np.random.default_rng(4)).fit(X)
+    np.testing.assert_array_equal(g1.bin_hashes_, g2.bin_hashes_)
+    with pytest.raises(TypeError, match="sparse blocks"):
+        Ridge().fit(Z, da.from_array(np.ones(700), chunks=(CHUNKS[0],)))
+
+
+def test_binning_bin_range_checked_on_dask_input(sync):
+    X = _data()[0]
+    X[400, 2] = 1e300
+    with pytest.raises(ValueError, match="exceeds 2\\*\\*62"):
+        RandomBinningFeatures(random_state=0).fit(da.from_array(X, chunks=100))
+
+
+def test_cluster_binning_vocabulary(cluster_client):
+    X = _data(n=2000)[0]
+    ref = RandomBinningFeatures(n_grids=5, random_state=1).fit(X)
+    rbf = RandomBinningFeatures(n_grids=5, random_state=1).fit(da.from_array(X, chunks=450))
+    np.testing.assert_array_equal(rbf.bin_hashes_, ref.bin_hashes_)
+    assert (rbf.transform(da.from_array(X, chunks=450)).compute() != ref.transform(X)).nnz == 0
