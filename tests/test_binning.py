@@ -224,6 +224,35 @@ def test_vocabulary_grouping_does_not_matter(dtype):
     assert np.diff(grouped[1]).max() > 512  # a set outgrew its first table: the fallback ran
 
 
+
+@pytest.mark.kernel
+def test_vocabulary_same_with_fallback_and_reused_blocks():
+    # Large vocabularies (about one bin per row): with a 1 MiB budget the
+    # groups outgrow it and fall back, later tasks start one grid at a time
+    # with the fallen-back set size, and tables of 256 KiB+ are reused from
+    # the spare blocks.  None of that may change a vocabulary or a rank.
+    X = _data(40_000, 6, seed=5, scale=3.0)
+    P = 21
+    est = RandomBinningFeatures(P, gamma=50.0, random_state=0).fit(X[:10])
+    n = X.shape[0]
+    grids = _binning_fast.Grids(est._U, est._INV, P)
+    runs = {}
+    for budget in (0, 1 << 20, 1 << 30):
+        for n_threads in (1, 2):
+            for ranks in (False, True):
+                indices, data = np.empty(n * P, dtype=np.int64), np.empty(n * P, dtype=np.float64)
+                _binning_fast.hash_rows(X, grids, indices, data, n_threads)
+                vocab = _binning_fast.build_vocabularies(indices, data, P, n_threads, write_ranks=ranks,
+                                                         group_budget=budget)
+                runs[budget, n_threads, ranks] = (vocab, indices.copy() if ranks else None)
+    assert np.diff(runs[0, 1, False][0][1]).min() > 16_384  # tables of 256 KiB and more
+    ref_vocab, ref_ranks = runs[0, 1, True]
+    for (vocab, ranks) in runs.values():
+        for a, b in zip(vocab, ref_vocab):
+            np.testing.assert_array_equal(a, b)
+        if ranks is not None:
+            np.testing.assert_array_equal(ranks, ref_ranks)
+
 # ------------------------------------------------------------ transform side
 @pytest.mark.kernel
 def test_unseen_bins_give_no_entry():

@@ -38,6 +38,11 @@ cdef extern from "randfeat_binning.h" nogil:
         uint64_t *h64
         uint32_t *lo
         uint32_t *hi
+    ctypedef struct rf_spares:
+        size_t limit
+    ctypedef struct rf_vocab_shared:
+        rf_spares spares
+    void rf_spares_free(rf_spares *s)
     ctypedef struct rf_vocab_task:
         int G
         int ready
@@ -53,11 +58,11 @@ cdef extern from "randfeat_binning.h" nogil:
     void rf_hstore_put(const rf_hstore *s, int64_t k, uint64_t h)
     void rf_lookup_row(const uint64_t *h, int64_t P, const uint64_t *keys, const int64_t *koff,
                        const uint32_t *dir, const int64_t *doff, const int *bits, int64_t *cols)
-    void rf_vocab_task_init(rf_vocab_task *t, int64_t p0, int G)
+    void rf_vocab_task_init(rf_vocab_task *t, int64_t p0, int G, rf_vocab_shared *shared)
     int rf_vocab_task_step(rf_vocab_task *t, const rf_hstore *s, int64_t n, int64_t P,
                            int64_t budget, void *ind, int ind64, double deadline)
     void rf_vocab_task_free(rf_vocab_task *t)
-    void rf_big_free(void *p)
+    void rf_vocab_task_release(rf_vocab_task *t, int g)
 
 cdef int _ISA = rf_binning_init()
 
@@ -358,6 +363,7 @@ cdef class _VocabTasks(ChunkLoop):
     twice the vocabulary).
     """
     cdef rf_vocab_task *tasks
+    cdef rf_vocab_shared shared  # spare blocks and the fallback hint of all tasks
     cdef Py_ssize_t n_tasks
     cdef Py_ssize_t *order       # this slab's tasks
     cdef int *result             # per task: 1 done, 0 more, < 0 error
@@ -374,6 +380,7 @@ cdef class _VocabTasks(ChunkLoop):
         if self.tasks != NULL:
             for k in range(self.n_tasks):
                 rf_vocab_task_free(&self.tasks[k])
+        rf_spares_free(&self.shared.spares)
         free(self.tasks)
         free(self.order)
         free(self.result)
@@ -425,8 +432,12 @@ def build_vocabularies(indices, data, Py_ssize_t P, int n_threads, bint write_ra
     loop.result = <int *>calloc(max(1, loop.n_tasks), sizeof(int))
     if loop.tasks == NULL or loop.order == NULL or loop.result == NULL:
         raise MemoryError("not enough memory for the binning vocabulary")
+    # Freed tables and pieces are kept for reuse, up to what one group's sets
+    # may take (so the memory bar of fit_transform holds: see _group_budget).
+    loop.shared.spares.limit = <size_t>max(group_budget, 0)
     for k in range(loop.n_tasks):
-        rf_vocab_task_init(&loop.tasks[k], k * GRID_GROUP, <int>min(<Py_ssize_t>GRID_GROUP, P - k * GRID_GROUP))
+        rf_vocab_task_init(&loop.tasks[k], k * GRID_GROUP, <int>min(<Py_ssize_t>GRID_GROUP, P - k * GRID_GROUP),
+                           &loop.shared)
     while head < loop.n_tasks:
         n_open = 0
         for k in range(head, loop.n_tasks):
@@ -459,10 +470,7 @@ def build_vocabularies(indices, data, Py_ssize_t P, int n_threads, bint write_ra
                     grow_d = (<int64_t>1 << t.bits[q]) + 1
                     memcpy(loop.directory.data + loop.directory.size, t.dir[q], grow_d * sizeof(uint32_t))
                     loop.directory.size += grow_d * sizeof(uint32_t)
-                    rf_big_free(t.keys[q])
-                    rf_big_free(t.dir[q])
-                    t.keys[q] = NULL
-                    t.dir[q] = NULL
+                    rf_vocab_task_release(t, <int>q)
                 committed = t.ready
             if loop.result[head] == 1 and committed == t.G:
                 rf_vocab_task_free(t)
@@ -470,6 +478,7 @@ def build_vocabularies(indices, data, Py_ssize_t P, int n_threads, bint write_ra
                 committed = 0
             else:
                 break
+    rf_spares_free(&loop.shared.spares)
     keys = _adopt(&loop.keys, sizeof(uint64_t), "Q")
     directory = _adopt(&loop.directory, sizeof(uint32_t), "I")
     key_offsets = np.zeros(P + 1, dtype=np.int64)

@@ -25,20 +25,25 @@ cdef class ChunkLoop:
     holds the GIL and checks for pending signals, so Ctrl-C stops a long call
     promptly (``KeyboardInterrupt``, and the subclass's caller drops its
     half-written output).  Each thread gets ``scratch_bytes`` of private
-    scratch (allocated by that thread, freed at the end of each slab).  Which
-    thread computes a chunk never changes its result.
+    scratch (allocated by that thread in its first slab, kept for the later
+    slabs of the call, freed when ``run`` returns or the loop is dropped).
+    Which thread computes a chunk never changes its result.
     """
     cdef Py_ssize_t n_chunks
     cdef Py_ssize_t scratch_bytes
     cdef int n_threads
     cdef int64_t next_chunk
     cdef int scratch_failed
+    # Per-thread scratch by OpenMP thread number (n_threads entries, NULL
+    # until that thread's first chunk).
+    cdef void **scratches
     cdef double slab_seconds
     # When the current slab ends (rf_now); a chunk that is itself resumable
     # may stop there.
     cdef double deadline
 
     cdef void run_chunk(self, Py_ssize_t chunk, void *scratch) noexcept nogil
-    cdef void _claim_and_run(self) noexcept nogil
+    cdef void _claim_and_run(self, int thread) noexcept nogil
+    cdef void _free_scratch(self) noexcept
     cdef int run_slab(self) except -1
     cdef int run(self) except -1

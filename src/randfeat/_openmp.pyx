@@ -2,8 +2,8 @@
 """What the compiled extensions know about OpenMP, and the chunk loop they share."""
 
 from cpython.exc cimport PyErr_CheckSignals
-from cython.parallel cimport parallel
-from libc.stdlib cimport free, malloc
+from cython.parallel cimport parallel, threadid
+from libc.stdlib cimport calloc, free, malloc
 
 # Wall time between two signal checks of a long kernel call.  Ctrl-C is
 # answered within about this plus one chunk; the cost is one team start and
@@ -37,21 +37,30 @@ cdef class ChunkLoop:
         self.scratch_failed = 0
         self.slab_seconds = SLAB_SECONDS
         self.deadline = 0
+        self.scratches = NULL
+
+    def __dealloc__(self):
+        self._free_scratch()
 
     cdef void run_chunk(self, Py_ssize_t chunk, void *scratch) noexcept nogil:
         pass
 
-    cdef void _claim_and_run(self) noexcept nogil:
+    cdef void _claim_and_run(self, int thread) noexcept nogil:
         # One thread's share of a slab: claim chunks until none is left or
         # the slab's time is up (checked before claiming, so every thread
         # runs at least one chunk per slab and the loop always progresses).
+        # Its scratch is allocated once per call, not per slab: a slab is
+        # ~0.1 s, and a fresh block per slab cost page faults every time.
         cdef void *scratch = NULL
         cdef int64_t c
         if self.scratch_bytes > 0:
-            scratch = malloc(self.scratch_bytes)
+            scratch = self.scratches[thread]
             if scratch == NULL:
-                self.scratch_failed = 1
-                return
+                scratch = malloc(self.scratch_bytes)
+                if scratch == NULL:
+                    self.scratch_failed = 1
+                    return
+                self.scratches[thread] = scratch
         while True:
             c = rf_claim_chunk(&self.next_chunk, self.n_chunks)
             if c < 0:
@@ -59,20 +68,31 @@ cdef class ChunkLoop:
             self.run_chunk(c, scratch)
             if rf_now() >= self.deadline:
                 break
-        free(scratch)
+
+    cdef void _free_scratch(self) noexcept:
+        cdef int k
+        if self.scratches != NULL:
+            for k in range(max(1, self.n_threads)):
+                free(self.scratches[k])
+            free(self.scratches)
+            self.scratches = NULL
 
     cdef int run_slab(self) except -1:
         """Run chunks for about ``slab_seconds``, then check signals (GIL held)."""
         cdef Py_ssize_t left = self.n_chunks - self.next_chunk
         cdef int T = <int>min(<Py_ssize_t>max(1, self.n_threads), max(left, 1))
         self.scratch_failed = 0
+        if self.scratch_bytes > 0 and self.scratches == NULL:
+            self.scratches = <void **>calloc(max(1, self.n_threads), sizeof(void *))
+            if self.scratches == NULL:
+                raise MemoryError("cannot allocate the per-thread scratch table")
         self.deadline = rf_now() + self.slab_seconds
         if T == 1:
             with nogil:
-                self._claim_and_run()
+                self._claim_and_run(0)
         else:
             with nogil, parallel(num_threads=T):
-                self._claim_and_run()
+                self._claim_and_run(threadid())
         if self.scratch_failed:
             raise MemoryError(f"cannot allocate {self.scratch_bytes} bytes of per-thread scratch")
         if PyErr_CheckSignals() != 0:
@@ -82,6 +102,9 @@ cdef class ChunkLoop:
     cdef int run(self) except -1:
         """Run every chunk, slab by slab."""
         self.next_chunk = 0
-        while self.next_chunk < self.n_chunks:
-            self.run_slab()
+        try:
+            while self.next_chunk < self.n_chunks:
+                self.run_slab()
+        finally:
+            self._free_scratch()
         return 0

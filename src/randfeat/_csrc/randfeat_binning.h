@@ -271,16 +271,17 @@ typedef struct {
     int has_zero;
 } rf_hset;
 
-static int rf_hset_init(rf_hset *t) {
-    t->cap = 1024;
+/* An empty set of `cap` slots (a power of two); its memory from `sp`. */
+static int rf_hset_init(rf_hset *t, int64_t cap, rf_spares *sp) {
+    t->cap = cap;
     t->count = 0;
     t->has_zero = 0;
-    t->tab = (uint64_t *)rf_big_calloc((size_t)t->cap, sizeof(uint64_t));
+    t->tab = (uint64_t *)rf_spare_take(sp, (size_t)cap * sizeof(uint64_t), 1);
     return t->tab ? 0 : -1;
 }
 
 /* Insert h; returns 0, or -1 if growing ran out of memory. */
-static inline int rf_hset_add(rf_hset *t, uint64_t h) {
+static inline int rf_hset_add(rf_hset *t, uint64_t h, rf_spares *sp) {
     if (h == 0) {
         t->has_zero = 1;
         return 0;
@@ -293,7 +294,7 @@ static inline int rf_hset_add(rf_hset *t, uint64_t h) {
     t->tab[j] = h;
     if (2 * ++t->count <= t->cap) return 0;
     int64_t ncap = 2 * t->cap; /* grow: reinsert into a table twice as large */
-    uint64_t *nt = (uint64_t *)rf_big_calloc((size_t)ncap, sizeof(uint64_t));
+    uint64_t *nt = (uint64_t *)rf_spare_take(sp, (size_t)ncap * sizeof(uint64_t), 1);
     if (!nt) return -1;
     uint64_t nmask = (uint64_t)ncap - 1;
     for (int64_t q = 0; q < t->cap; q++) {
@@ -303,7 +304,7 @@ static inline int rf_hset_add(rf_hset *t, uint64_t h) {
         while (nt[jj] != 0) jj = (jj + 1) & nmask;
         nt[jj] = k;
     }
-    rf_big_free(t->tab);
+    rf_spare_give(sp, t->tab);
     t->tab = nt;
     t->cap = ncap;
     return 0;
@@ -312,18 +313,18 @@ static inline int rf_hset_add(rf_hset *t, uint64_t h) {
 /* The set's values sorted, with their directory; frees the set.  A counting
  * sort on the top bits (the counts are the directory) then an insertion sort
  * inside each bucket (1-2 keys on average): O(V + cap).  Returns 0 or -1. */
-static int rf_hset_finish(rf_hset *t, uint64_t **keys_out, int64_t *nkeys_out,
+static int rf_hset_finish(rf_hset *t, rf_spares *sp, uint64_t **keys_out, int64_t *nkeys_out,
                           uint32_t **dir_out, int *bits_out, uint32_t **slot_rank_out) {
     int64_t V = t->count + t->has_zero;
     int bits = rf_vocab_bits(V);
     int64_t nb = (int64_t)1 << bits;
-    uint64_t *keys = (uint64_t *)rf_big_calloc((size_t)(V > 0 ? V : 1), sizeof(uint64_t));
-    uint32_t *dir = (uint32_t *)rf_big_calloc((size_t)(nb + 1), sizeof(uint32_t));
+    uint64_t *keys = (uint64_t *)rf_spare_take(sp, (size_t)(V > 0 ? V : 1) * sizeof(uint64_t), 0);
+    uint32_t *dir = (uint32_t *)rf_spare_take(sp, (size_t)(nb + 1) * sizeof(uint32_t), 1);
     if (!keys || !dir) {
-        rf_big_free(t->tab);
+        rf_spare_give(sp, t->tab);
         t->tab = NULL;
-        rf_big_free(keys);
-        rf_big_free(dir);
+        rf_spare_give(sp, keys);
+        rf_spare_give(sp, dir);
         return -1;
     }
     uint64_t *tab = t->tab;
@@ -339,7 +340,7 @@ static int rf_hset_finish(rf_hset *t, uint64_t **keys_out, int64_t *nkeys_out,
     memmove(dir + 1, dir, (size_t)nb * sizeof(uint32_t));
     dir[0] = 0;
     if (!slot_rank_out) {
-        rf_big_free(tab);
+        rf_spare_give(sp, tab);
         t->tab = NULL;
     }
     for (int64_t j = 0; j < nb; j++) {
@@ -355,12 +356,12 @@ static int rf_hset_finish(rf_hset *t, uint64_t **keys_out, int64_t *nkeys_out,
     }
     if (slot_rank_out) {
         /* Keep the set, with each occupied slot's rank, for rf_hset_rank. */
-        uint32_t *rk = (uint32_t *)rf_big_calloc((size_t)t->cap, sizeof(uint32_t));
+        uint32_t *rk = (uint32_t *)rf_spare_take(sp, (size_t)t->cap * sizeof(uint32_t), 0);
         if (!rk) {
-            rf_big_free(tab);
+            rf_spare_give(sp, tab);
             t->tab = NULL;
-            rf_big_free(keys);
-            rf_big_free(dir);
+            rf_spare_give(sp, keys);
+            rf_spare_give(sp, dir);
             return -1;
         }
         for (int64_t q = 0; q < t->cap; q++)
@@ -418,8 +419,18 @@ static inline int64_t rf_hset_rank(const rf_hset *t, const uint32_t *rk, uint64_
  * its set of distinct hashes, sorted): only speed and memory differ.
  * Status: 0, -1 out of memory, -3 a training hash missing from its own
  * vocabulary (a bug). */
-enum { RF_GROUP_MAX = 16 };
+enum { RF_GROUP_MAX = 16, RF_HSET_MIN_CAP = 1024 };
 enum { RF_TASK_ADD = 0, RF_TASK_RANK = 1, RF_TASK_DONE = 2 };
+
+/* What the tasks of one build share: spare blocks (see rf_spares), and the
+ * set capacity at which the first grouped task to fall back gave up, so
+ * that tasks starting later go one grid at a time at once (the grids of one
+ * fit are alike) instead of repeating the lost pass.  Only speed depends on
+ * it: a grid's vocabulary is the same in either mode. */
+typedef struct rf_vocab_shared {
+    rf_spares spares;
+    int64_t fallback_cap; /* 0: no task has fallen back (yet) */
+} rf_vocab_shared;
 
 typedef struct {
     int64_t p0;        /* first grid */
@@ -432,6 +443,9 @@ typedef struct {
     int status;
     int64_t row;       /* next row of the current phase */
     int64_t total_cap; /* grouped: the sets' capacities together */
+    int64_t start_cap; /* capacity the next unit's sets start at (a power of two) */
+    int started;
+    struct rf_vocab_shared *shared;
     rf_hset sets[RF_GROUP_MAX];
     uint32_t *rk[RF_GROUP_MAX];  /* slot ranks, kept for the RANK phase */
     uint64_t *keys[RF_GROUP_MAX];
@@ -440,11 +454,13 @@ typedef struct {
     int bits[RF_GROUP_MAX];
 } rf_vocab_task;
 
-static void rf_vocab_task_init(rf_vocab_task *t, int64_t p0, int G) {
+static void rf_vocab_task_init(rf_vocab_task *t, int64_t p0, int G, rf_vocab_shared *shared) {
     memset(t, 0, sizeof *t);
+    t->shared = shared;
     t->p0 = p0;
     t->G = G < RF_GROUP_MAX ? G : RF_GROUP_MAX;
     t->single = t->G == 1;
+    t->start_cap = RF_HSET_MIN_CAP;
 }
 
 static inline int rf_task_lo(const rf_vocab_task *t) { return t->single ? t->g : 0; }
@@ -452,9 +468,9 @@ static inline int rf_task_hi(const rf_vocab_task *t) { return t->single ? t->g +
 
 static void rf_task_drop_sets(rf_vocab_task *t) {
     for (int g = 0; g < RF_GROUP_MAX; g++) {
-        rf_big_free(t->sets[g].tab);
+        rf_spare_give(&t->shared->spares, t->sets[g].tab);
         t->sets[g].tab = NULL;
-        rf_big_free(t->rk[g]);
+        rf_spare_give(&t->shared->spares, t->rk[g]);
         t->rk[g] = NULL;
     }
     t->live = 0;
@@ -471,13 +487,24 @@ static void rf_vocab_task_free(rf_vocab_task *t) {
     }
 }
 
+/* The caller has copied grid g's keys and directory: their blocks become spares. */
+static void rf_vocab_task_release(rf_vocab_task *t, int g) {
+    rf_spare_give(&t->shared->spares, t->keys[g]);
+    t->keys[g] = NULL;
+    rf_spare_give(&t->shared->spares, t->dir[g]);
+    t->dir[g] = NULL;
+}
+
 /* The unit's rows are all in its sets: make the grids' keys and directories.
  * A grouped unit keeps its sets, with slot ranks, for the RANK phase (small,
  * in cache: one probe per row); a single grid frees its set at once and
  * ranks by looking up its keys (it is large, so this halves its memory). */
 static int rf_task_finish_unit(rf_vocab_task *t, int ranks) {
+    /* The grids of one task tend to have alike vocabularies: the next grid's
+     * set starts at this one's size instead of doubling its way up again. */
+    if (t->single) t->start_cap = t->sets[t->g].cap;
     for (int g = rf_task_lo(t); g < rf_task_hi(t); g++) {
-        if (rf_hset_finish(&t->sets[g], &t->keys[g], &t->nkeys[g], &t->dir[g], &t->bits[g],
+        if (rf_hset_finish(&t->sets[g], &t->shared->spares, &t->keys[g], &t->nkeys[g], &t->dir[g], &t->bits[g],
                            ranks && !t->single ? &t->rk[g] : NULL) != 0)
             return -1;
     }
@@ -501,11 +528,23 @@ static void rf_task_next_unit(rf_vocab_task *t) {
 static int rf_vocab_task_step(rf_vocab_task *t, const rf_hstore *s, int64_t n, int64_t P,
                               int64_t budget, void *ind, int ind64, double deadline) {
     enum { ROWS = 4096 }; /* rows between two looks at the clock */
+    if (!t->started) {
+        t->started = 1;
+        int64_t cap = 0;
+        if (!t->single) {
+            RF_SPARES_LOCKED
+            cap = t->shared->fallback_cap;
+        }
+        if (cap > 0) {
+            t->single = 1;
+            t->start_cap = cap;
+        }
+    }
     while (t->status == 0 && t->phase != RF_TASK_DONE) {
         const int lo = rf_task_lo(t), hi = rf_task_hi(t);
         if (!t->live) {
             for (int g = lo; g < hi; g++)
-                if (rf_hset_init(&t->sets[g]) != 0) t->status = -1;
+                if (rf_hset_init(&t->sets[g], t->start_cap, &t->shared->spares) != 0) t->status = -1;
             t->live = 1;
             t->total_cap = (int64_t)(hi - lo) * t->sets[lo].cap;
             if (t->status) break;
@@ -517,7 +556,7 @@ static int rf_vocab_task_step(rf_vocab_task *t, const rf_hstore *s, int64_t n, i
                 const int64_t base = i * P + t->p0;
                 for (int g = lo; g < hi; g++) {
                     int64_t before = t->sets[g].cap;
-                    if (rf_hset_add(&t->sets[g], rf_hstore_get(s, base + g)) != 0) {
+                    if (rf_hset_add(&t->sets[g], rf_hstore_get(s, base + g), &t->shared->spares) != 0) {
                         t->status = -1;
                         break;
                     }
@@ -532,6 +571,12 @@ static int rf_vocab_task_step(rf_vocab_task *t, const rf_hstore *s, int64_t n, i
             }
             if (t->status) break;
             if (over) { /* too large together: start again, one grid at a time */
+                for (int g = lo; g < hi; g++)
+                    if (t->sets[g].cap > t->start_cap) t->start_cap = t->sets[g].cap;
+                RF_SPARES_LOCKED
+                {
+                    if (t->shared->fallback_cap == 0) t->shared->fallback_cap = t->start_cap;
+                }
                 rf_task_drop_sets(t);
                 t->single = 1;
                 t->g = 0;

@@ -22,6 +22,7 @@
 #ifndef RANDFEAT_COMMON_H
 #define RANDFEAT_COMMON_H
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -100,11 +101,12 @@ static inline double rf_now(void) { return (double)clock() / CLOCKS_PER_SEC; }
 
 enum { RF_BIG_MIN = 256 * 1024, RF_BIG_HEADER = 64 }; /* header keeps 64-byte alignment */
 
+/* The header holds the usable size, then the mapped size (0: from calloc). */
 static void *rf_big_calloc(size_t count, size_t size) {
     if (size != 0 && count > ((size_t)-1 - RF_BIG_HEADER) / size) return NULL;
-    size_t total = count * size + RF_BIG_HEADER;
+    size_t usable = count * size, total = usable + RF_BIG_HEADER;
     char *base = NULL;
-    size_t mapped = 0; /* 0: from calloc */
+    size_t mapped = 0;
 #if RF_BIG_FROM_OS
     if (total >= RF_BIG_MIN) {
 #if defined(_WIN32)
@@ -121,15 +123,23 @@ static void *rf_big_calloc(size_t count, size_t size) {
         base = (char *)calloc(1, total);
         if (base == NULL) return NULL;
     }
-    memcpy(base, &mapped, sizeof mapped);
+    memcpy(base, &usable, sizeof usable);
+    memcpy(base + sizeof usable, &mapped, sizeof mapped);
     return base + RF_BIG_HEADER;
+}
+
+/* Usable bytes of a block from rf_big_calloc. */
+static inline size_t rf_big_size(const void *p) {
+    size_t usable;
+    memcpy(&usable, (const char *)p - RF_BIG_HEADER, sizeof usable);
+    return usable;
 }
 
 static void rf_big_free(void *p) {
     if (p == NULL) return;
     char *base = (char *)p - RF_BIG_HEADER;
     size_t mapped;
-    memcpy(&mapped, base, sizeof mapped);
+    memcpy(&mapped, base + sizeof(size_t), sizeof mapped);
     if (mapped == 0) {
         free(base);
         return;
@@ -141,6 +151,97 @@ static void rf_big_free(void *p) {
     munmap(base, mapped);
 #endif
 #endif
+}
+
+/* ------------------------------------------------------------ spare blocks
+ * rf_spares: freed big blocks kept, up to `limit` bytes, for the next
+ * allocations of the threads of one kernel call (shared; a lock guards it).
+ * Why: a block fresh from the OS costs a page fault per 4 KiB on first touch
+ * and an munmap when freed, and both take the process's memory-map lock, so
+ * threads that allocate and free multi-MB tables serialise on it (measured:
+ * the binning vocabulary was no faster on 2 threads than on 1).  Spare
+ * blocks are already resident; `limit` bounds what they add to the peak.
+ * Blocks under RF_BIG_MIN go straight back to calloc/free. */
+enum { RF_SPARES = 16 };
+typedef struct {
+    void *blk[RF_SPARES];
+    size_t held;  /* bytes in blk */
+    size_t limit; /* most bytes kept */
+} rf_spares;
+
+#ifdef _OPENMP
+#define RF_SPARES_LOCKED _Pragma("omp critical(rf_spares)")
+#else
+#define RF_SPARES_LOCKED
+#endif
+
+/* A block of at least `bytes` (zero-filled if `zero`): the smallest spare
+ * that fits, else a new one.  NULL if out of memory.  s may be NULL. */
+static void *rf_spare_take(rf_spares *s, size_t bytes, int zero) {
+    void *p = NULL;
+    if (s != NULL && bytes >= RF_BIG_MIN) {
+        RF_SPARES_LOCKED
+        {
+            int best = -1;
+            for (int i = 0; i < RF_SPARES; i++)
+                if (s->blk[i] && rf_big_size(s->blk[i]) >= bytes &&
+                    (best < 0 || rf_big_size(s->blk[i]) < rf_big_size(s->blk[best])))
+                    best = i;
+            if (best >= 0) {
+                p = s->blk[best];
+                s->blk[best] = NULL;
+                s->held -= rf_big_size(p);
+            }
+        }
+    }
+    if (p == NULL) return rf_big_calloc(bytes, 1);
+    if (zero) memset(p, 0, bytes);
+    return p;
+}
+
+/* Give p (from rf_spare_take or rf_big_calloc, or NULL) back: kept as a
+ * spare if there is room (a larger block may push out smaller ones), else
+ * freed.  s may be NULL. */
+static void rf_spare_give(rf_spares *s, void *p) {
+    if (p == NULL) return;
+    size_t size = rf_big_size(p);
+    if (s == NULL || size < RF_BIG_MIN || size > s->limit) {
+        rf_big_free(p);
+        return;
+    }
+    void *evicted[RF_SPARES];
+    int n_evicted = 0;
+    RF_SPARES_LOCKED
+    {
+        for (;;) { /* make room: drop the smallest spares smaller than p */
+            int slot = -1, empty = -1;
+            for (int i = 0; i < RF_SPARES; i++) {
+                if (s->blk[i] == NULL) empty = i;
+                else if (slot < 0 || rf_big_size(s->blk[i]) < rf_big_size(s->blk[slot])) slot = i;
+            }
+            if (empty >= 0 && s->held + size <= s->limit) {
+                s->blk[empty] = p;
+                s->held += size;
+                p = NULL;
+                break;
+            }
+            if (slot < 0 || rf_big_size(s->blk[slot]) >= size) break;
+            s->held -= rf_big_size(s->blk[slot]);
+            evicted[n_evicted++] = s->blk[slot];
+            s->blk[slot] = NULL;
+        }
+    }
+    for (int i = 0; i < n_evicted; i++) rf_big_free(evicted[i]);
+    rf_big_free(p); /* NULL if kept */
+}
+
+/* Free every spare (no thread may be using s). */
+static void rf_spares_free(rf_spares *s) {
+    for (int i = 0; i < RF_SPARES; i++) {
+        rf_big_free(s->blk[i]);
+        s->blk[i] = NULL;
+    }
+    s->held = 0;
 }
 
 /* ------------------------------------------------------------- dispatch */
