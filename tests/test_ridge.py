@@ -258,7 +258,7 @@ def test_binary_classifier_uses_one_target():
     X = rng.standard_normal((300, 4))
     y = np.where(X[:, 0] > 0, 5, 2)
     clf = RidgeClassifier().fit(X, y)
-    assert clf.coef_.shape == (1, 4)
+    assert clf.coef_.shape == (4,) and clf.intercept_.shape == (1,)  # as scikit-learn >= 1.9
     reg = Ridge().fit(X, np.where(y == 5, 1.0, -1.0))
     np.testing.assert_allclose(clf.decision_function(X), reg.predict(X), rtol=1e-12)
     np.testing.assert_array_equal(clf.predict(X), np.where(reg.predict(X) > 0, 5, 2))

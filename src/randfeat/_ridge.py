@@ -151,8 +151,11 @@ class _BaseRidge(ValidatedParamsMixin, BaseEstimator):
         """Set the fitted attributes from a ``_Fit``.
 
         ``y_shape`` is how the targets were given: ``"1d"`` (one target as
-        y of shape (n,)), ``"column"`` (one target as (n, 1)) or ``"2d"``.
-        The attributes' shapes follow scikit-learn's Ridge (>= 1.6) for each.
+        y of shape (n,)), ``"column"`` (one target as (n, 1)), ``"binary"``
+        (a two-class RidgeClassifier: one ±1 column) or ``"2d"``.  The
+        attributes' shapes follow scikit-learn's Ridge (>= 1.6) and
+        RidgeClassifier (>= 1.9: binary coef_ of shape (n_features,),
+        intercept_ of shape (1,)) for each.
         """
         self.solver_ = fit.solver
         self.n_iter_ = fit.n_iter
@@ -162,9 +165,11 @@ class _BaseRidge(ValidatedParamsMixin, BaseEstimator):
             self.features_ = fit.features
         elif hasattr(self, "features_"):
             del self.features_  # a refit without features= must not keep the old map
-        one = y_shape != "2d"
+        one = y_shape != "2d"  # "1d", "column" and "binary": one row of coefficients
         self.coef_ = fit.coef[0] if one else fit.coef
-        if y_shape == "1d" or (y_shape == "column" and not self.fit_intercept):
+        if not self.fit_intercept:
+            self.intercept_ = 0.0  # as scikit-learn's Ridge and RidgeClassifier, whatever y's shape
+        elif y_shape == "1d":
             self.intercept_ = fit.intercept[0]
         else:
             self.intercept_ = fit.intercept
@@ -289,7 +294,7 @@ class _BaseRidge(ValidatedParamsMixin, BaseEstimator):
         out = np.empty((X.shape[0], K), dtype=coef.dtype)
         for s, e, Zb in self._features_chunks(X):
             out[s:e] = Zb @ coef.T.astype(Zb.dtype, copy=False)
-        out += np.asarray(self.intercept_, dtype=out.dtype).reshape(1, K)
+        out += np.asarray(self.intercept_, dtype=out.dtype)  # scalar, (1,) or (K,): broadcasts
         return X, out
 
     def __sklearn_tags__(self):
@@ -485,7 +490,8 @@ class RidgeClassifier(ClassifierMixin, _BaseRidge):
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
-    coef_ : ndarray of shape (1, n_features_out) or (n_classes, n_features_out)
+    coef_ : ndarray of shape (n_features_out,) or (n_classes, n_features_out)
+        One row of weights, 1-D, for two classes (as scikit-learn >= 1.9).
     intercept_ : ndarray of shape (1,) or (n_classes,)
     n_iter_ : ndarray
         CG iterations per target column; 1 for Cholesky.
@@ -529,7 +535,8 @@ class RidgeClassifier(ClassifierMixin, _BaseRidge):
         fit = self._fit_targets(X, Y, sample_weight)
         self._label_binarizer = binarizer
         self.classes_ = binarizer.classes_
-        self._store_fit(fit, "2d")
+        binary = Y.shape[1] == 1 and not binarizer.y_type_.startswith("multilabel")
+        self._store_fit(fit, "binary" if binary else "2d")
         return self
 
     def decision_function(self, X):
