@@ -107,8 +107,11 @@ def test_row2_n_jobs_is_clipped_to_the_usable_cores():
 
 
 def test_row2_huge_n_jobs_never_ends_the_process():
-    # Before clipping, binning fit_transform with n_jobs=10**6 died with
-    # SIGSEGV and 1000 threads with "libgomp: Thread creation failed".
+    # Before clipping, n_jobs reached the kernels as is: 1000 threads ended
+    # the process ("libgomp: Thread creation failed"), and a parallel region
+    # asked for 10**6 threads crashed with SIGSEGV inside libgomp (its team
+    # start puts per-thread data on the calling thread's stack: a prange with
+    # num_threads=10**6 overflows it even with no work at all).
     out = _run_child("""
         import numpy as np
         from randfeat import RandomBinningFeatures, RandomFourierFeatures, Ridge, RidgeClassifier, kernel_matrix
