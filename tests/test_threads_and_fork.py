@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -37,14 +38,14 @@ import numpy as np
 from randfeat import RandomBinningFeatures, RandomFourierFeatures, Ridge
 
 rng = np.random.default_rng(0)
-X = rng.normal(size=(3000, 12)); y = rng.normal(size=3000)
+X = rng.normal(size=(1000, 8)); y = rng.normal(size=1000)
 
 def work():
     out = {{}}
-    out["fourier"] = RandomFourierFeatures(2048, random_state=0, n_jobs=2).fit(X).transform(X)
-    out["binning"] = RandomBinningFeatures(40, random_state=0, n_jobs=2).fit_transform(X).toarray()
+    out["fourier"] = RandomFourierFeatures(1024, random_state=0, n_jobs=2).fit(X).transform(X)
+    out["binning"] = RandomBinningFeatures(20, random_state=0, n_jobs=2).fit_transform(X).toarray()
     for solver in ("cg", "cholesky"):
-        out[solver] = Ridge(alpha=1e-3, features=RandomFourierFeatures(300, random_state=0), solver=solver,
+        out[solver] = Ridge(alpha=1e-3, features=RandomFourierFeatures(200, random_state=0), solver=solver,
                             n_jobs=2).fit(X, y).coef_
     return out
 
@@ -154,33 +155,52 @@ def test_row9_nested_limits_restore_exactly():
 
 def test_row9_concurrent_threads_restore_the_blas_limit():
     rng = np.random.default_rng(0)
-    X = rng.normal(size=(300, 10))
-    y = rng.normal(size=300)
+    X = rng.normal(size=(200, 10))
+    y = rng.normal(size=200)
     rff = RandomFourierFeatures(256, random_state=0).fit(X)
     model = Ridge(alpha=1e-2, features=RandomFourierFeatures(128, random_state=0)).fit(X, y)
-    binning = RandomBinningFeatures(10, random_state=0).fit(X)
     Z_ref, p_ref = rff.transform(X), model.predict(X)
     before = _blas_limits()
     errors = []
-    barrier = threading.Barrier(6)
+    barrier = threading.Barrier(4)
 
     def worker(k):
         try:
             barrier.wait()
-            for _ in range(5):
+            for _ in range(4):
                 if k % 3 == 0:
                     np.testing.assert_array_equal(rff.transform(X), Z_ref)
                 elif k % 3 == 1:
                     np.testing.assert_array_equal(model.predict(X), p_ref)
-                else:
-                    Ridge(alpha=1e-2, features=binning, solver="cholesky").fit(X, y)
+                else:  # syrk under a limit of n_jobs threads, the rest under one
+                    Ridge(alpha=1e-2, solver="cholesky", chunk_size=50).fit(X, y)
         except Exception as exc:  # pragma: no cover - reported below
             errors.append(exc)
 
-    threads = [threading.Thread(target=worker, args=(k,)) for k in range(6)]
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
     assert not errors, errors
+    assert _blas_limits() == before
+
+
+def test_row9_interleaved_limits_from_many_threads_restore_exactly():
+    # The race itself: limits of 1 and 2 threads entered and left by several
+    # threads in every interleaving (sleep(0) yields the GIL inside each).
+    before = _blas_limits()
+    barrier = threading.Barrier(4)
+
+    def worker(k):
+        barrier.wait()
+        for i in range(1000):
+            with limit_blas_threads(1 + (i + k) % 2):
+                time.sleep(0)
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
     assert _blas_limits() == before
