@@ -117,11 +117,11 @@ def test_row2_huge_n_jobs_never_ends_the_process():
         import numpy as np
         from randfeat import RandomBinningFeatures, RandomFourierFeatures, Ridge, RidgeClassifier, kernel_matrix
         rng = np.random.default_rng(0)
-        X = rng.normal(size=(2000, 8)); y = rng.normal(size=2000)
+        X = rng.normal(size=(800, 6)); y = rng.normal(size=800)
         ref = {}
         for n_jobs in (1, 1000, 10**6):
             got = dict(
-                fourier=RandomFourierFeatures(600, random_state=0, n_jobs=n_jobs).fit_transform(X),
+                fourier=RandomFourierFeatures(300, random_state=0, n_jobs=n_jobs).fit_transform(X),
                 binning=RandomBinningFeatures(20, random_state=0, n_jobs=n_jobs).fit_transform(X).toarray(),
                 binning_t=RandomBinningFeatures(20, random_state=0, n_jobs=n_jobs).fit(X).transform(X).toarray(),
                 cg=Ridge(features=RandomFourierFeatures(100, random_state=0), solver="cg", n_jobs=n_jobs).fit(X, y).coef_,
