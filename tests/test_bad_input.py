@@ -575,3 +575,63 @@ def test_failed_fit_transform_leaves_the_estimator_as_it_was(Est):
         est.fit_transform(np.full((3, 6), np.inf))
     assert dict(vars(est)).keys() == before.keys()
     assert all(vars(est)[k] is v for k, v in before.items())
+
+
+# ------------------------------------------------------------ rows 4 and 6
+@pytest.mark.parametrize("solver", ["cholesky", "cg"])
+@pytest.mark.parametrize("what", ["X", "y"])
+def test_row4_overflow_is_a_clear_error_never_nan(solver, what):
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(200, 5)), rng.normal(size=200)
+    if what == "X":
+        X = X * 1e160
+    else:
+        y = y * 1e160
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # NumPy's overflow notes on the way
+        with pytest.raises(ValueError, match="overflowed float64.*too large in magnitude.*Rescale"):
+            Ridge(solver=solver).fit(X, y)
+
+
+@pytest.mark.parametrize("features", [RandomFourierFeatures(40, random_state=0), RandomBinningFeatures(5, random_state=0)])
+def test_row4_one_huge_value_with_features_is_a_clear_error(features):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(100, 4))
+    X[7, 2] = 1e308
+    with pytest.raises(ValueError, match="Rescale X|rescale X"):
+        Ridge(features=features).fit(X, rng.normal(size=100))
+
+
+def test_row4_large_but_finite_targets_give_finite_noise_variance():
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(300, 5)), rng.normal(size=300) * 1e150
+    model = Ridge(solver="cholesky").fit(X, y)
+    assert np.all(np.isfinite(model.coef_)) and np.isfinite(model.noise_variance_)
+    ref = SkRidge().fit(X, y)
+    np.testing.assert_allclose(model.coef_, ref.coef_, rtol=1e-8)
+    _, std = model.predict(X, return_std=True)
+    assert np.all(np.isfinite(std))
+
+
+def test_row6_float32_cholesky_with_tiny_alpha_is_accumulated_again_in_float64():
+    # The case: a float32 Gram whose rounding exceeds alpha is not
+    # positive definite; the fit retries in float64 instead of raising.
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(300, 10)).astype(np.float32), rng.normal(size=300)
+    features = RandomFourierFeatures(1000, random_state=0)
+    m32 = Ridge(alpha=1e-7, features=features, solver="cholesky").fit(X, y)
+    m64 = Ridge(alpha=1e-7, features=features, solver="cholesky").fit(X.astype(np.float64), y)
+    assert m32.coef_.dtype == np.float32 and np.all(np.isfinite(m32.coef_))
+    # Same statistics in float64 (features differ only by float32 rounding).
+    np.testing.assert_allclose(m32.predict(X), m64.predict(X), atol=1e-4)
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_row6_float32_cholesky_is_identical_for_any_thread_count(fit_intercept):
+    rng = np.random.default_rng(1)
+    X, y = rng.normal(size=(5000, 10)).astype(np.float32), rng.normal(size=5000)
+    fits = [Ridge(alpha=1e-3, features=RandomFourierFeatures(700, random_state=0), solver="cholesky",
+                  fit_intercept=fit_intercept, chunk_size=1500, n_jobs=n).fit(X, y) for n in (1, 2, 3)]
+    for m in fits[1:]:
+        np.testing.assert_array_equal(m.coef_, fits[0].coef_)
+        np.testing.assert_array_equal(m.intercept_, fits[0].intercept_)

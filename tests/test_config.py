@@ -5,7 +5,7 @@ import pytest
 
 import randfeat
 from randfeat._openmp import openmp_enabled
-from randfeat._threads import check_n_jobs, effective_n_threads
+from randfeat._threads import check_n_jobs, effective_n_threads, usable_cores
 
 
 def test_built_with_openmp():
@@ -31,9 +31,10 @@ def test_effective_n_threads_is_positive(n_jobs):
     assert effective_n_threads(n_jobs) >= 1
 
 
-def test_n_jobs_positive_taken_as_is():
+def test_n_jobs_positive_taken_up_to_the_usable_cores():
     if openmp_enabled():
-        assert effective_n_threads(3) == 3
+        assert effective_n_threads(1) == 1
+        assert effective_n_threads(3) == min(3, usable_cores())
 
 
 @pytest.mark.parametrize("bad, exc", [(0, ValueError), (1.5, TypeError), ("2", TypeError), (True, TypeError)])

@@ -258,7 +258,7 @@ def test_binary_classifier_uses_one_target():
     X = rng.standard_normal((300, 4))
     y = np.where(X[:, 0] > 0, 5, 2)
     clf = RidgeClassifier().fit(X, y)
-    assert clf.coef_.shape == (1, 4)
+    assert clf.coef_.shape == (4,) and clf.intercept_.shape == (1,)  # as scikit-learn >= 1.9
     reg = Ridge().fit(X, np.where(y == 5, 1.0, -1.0))
     np.testing.assert_allclose(clf.decision_function(X), reg.predict(X), rtol=1e-12)
     np.testing.assert_array_equal(clf.predict(X), np.where(reg.predict(X) > 0, 5, 2))
@@ -449,10 +449,15 @@ def test_single_class_rejected():
         RidgeClassifier().fit(X, np.ones(20))
 
 
-def test_singular_system_with_zero_alpha_is_a_clear_error():
-    X = np.ones((10, 3))
-    with pytest.raises(np.linalg.LinAlgError, match="alpha > 0"):
-        Ridge(alpha=0.0, solver="cholesky", fit_intercept=False).fit(np.column_stack([X, X]), np.arange(10.0))
+def test_singular_system_with_zero_alpha_gives_the_minimum_norm_solution():
+    # As scikit-learn (lstsq): no LinAlgError; the predictive variance,
+    # undefined there, is a clear error.
+    X = np.column_stack([np.ones((10, 3)), np.arange(10.0)])
+    y = np.arange(10.0) * 2 + 1
+    est = Ridge(alpha=0.0, solver="cholesky", fit_intercept=False).fit(X, y)
+    np.testing.assert_allclose(est.coef_, np.linalg.lstsq(X, y, rcond=None)[0], atol=1e-12)
+    with pytest.raises(ValueError, match="singular.*alpha > 0"):
+        est.predict(X, return_std=True)
 
 
 # -------------------------------------------------------------------- bench

@@ -72,8 +72,34 @@ def cg_ridge(ops, Y, sample_weight, alpha, *, fit_intercept, tol, max_iter, log=
     preconditioner = jacobi_block_preconditioner(normal, alpha)
     if log is not None and preconditioner.correction is not None:
         log(f"CG preconditioner: {preconditioner.description}")
+    _warn_if_alpha_below_tolerance(normal, alpha, tol)
     X, n_iter, residual = block_cg(normal, B, alpha, preconditioner, tol=tol, max_iter=max_iter, log=log)
     return np.ascontiguousarray(X.T), normal.intercept(X, ybar), n_iter, residual
+
+
+def _warn_if_alpha_below_tolerance(normal, alpha, tol):
+    """Warn when alpha < tol · max diag(ZᵀWZ): CG's answer is then set by the tolerance, not alpha.
+
+    Stopped at ‖r‖ <= tol·‖b‖, CG leaves the directions of eigenvalues
+    below ~tol·‖A‖ unresolved, so with a smaller alpha the solution depends
+    on the iteration (and, for rank-deficient Z at alpha ≈ 0, it is not the
+    minimum-norm least-squares one scikit-learn returns).
+    """
+    # One O(nnz) pass over Z, like one CG product (the preconditioner's
+    # inverse diagonal hides the heavy block's columns).
+    diag = normal.diagonal()
+    if diag is None or diag.size == 0:
+        return
+    scale = float(diag.max())
+    if scale > 0 and alpha < tol * scale:
+        warnings.warn(
+            f"alpha={alpha:g} is below tol·max(diag ZᵀZ) = {tol * scale:.3g}: CG's solution is then "
+            "determined by the tolerance, not by alpha (with alpha≈0 on rank-deficient features it is "
+            "not the minimum-norm least-squares solution). Use a larger alpha, or solver='cholesky', "
+            "which returns the minimum-norm solution.",
+            UserWarning,
+            stacklevel=4,
+        )
 
 
 def block_cg(normal, B, alpha, preconditioner, *, tol, max_iter, log=None):
@@ -136,7 +162,9 @@ def block_cg(normal, B, alpha, preconditioner, *, tol, max_iter, log=None):
         was_active = active.copy()
         residual[was_active] = np.sqrt(rr[was_active]) / b_norm[was_active]
         n_iter[was_active] = it
-        breakdown |= was_active & ~ok
+        # pq <= 0 once the residual is below rounding (tol=0 gets there) is
+        # convergence, not a breakdown: p underflows, the matrix is fine.
+        breakdown |= was_active & ~ok & (residual > np.finfo(dtype).eps)
         active = was_active & ok & (residual > tol)
         if log is not None and (it % 10 == 0 or not active.any() or it == max_iter):
             log(
@@ -155,7 +183,8 @@ def block_cg(normal, B, alpha, preconditioner, *, tol, max_iter, log=None):
         )
         warnings.warn(
             f"{why}: relative residual reached {residual[bad].max():.3e} "
-            f"(tol={tol:g}) for target(s) {bad.tolist()}. Increase max_iter or tol, or alpha.",
+            f"(tol={tol:g}) for target(s) {bad.tolist()}. Increase max_iter or tol, or alpha."
+            + (" (tol=0 asks for an exact solution, which rounding prevents.)" if tol == 0 else ""),
             ConvergenceWarning,
             stacklevel=4,
         )

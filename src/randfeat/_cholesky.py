@@ -10,7 +10,17 @@ reading of ridge (``predictive_variance``).
 
 Precision: factor and solves in float64 whatever the features' dtype (the
 Gram of float32 features with a small alpha is too ill-conditioned for a
-float32 Cholesky).  Factor, solves and trtri run on one BLAS thread:
+float32 Cholesky).
+
+Singular systems (alpha = 0, or an alpha below the Gram's rounding, on
+rank-deficient features): the Cholesky factorisation fails, and the
+solution is then the minimum-norm least-squares one, β = (G + αI)⁺ b from
+a symmetric eigendecomposition with scikit-learn's cut-off for small
+eigenvalues (as its Ridge, through lstsq, does); such a solution has no
+factor, so it gives no predictive variance.
+
+Scale: sums that overflow float64 (features or targets of magnitude ~1e154
+and more) raise ``ValueError`` naming the problem, never NaN coefficients.  Factor, solves and trtri run on one BLAS thread:
 threaded potrf/potrs give results that depend on the thread count.  They
 cost O(D³) against the Gram's O(N·D²), small when N >> D.
 """
@@ -51,8 +61,9 @@ class RidgeSolution:
     alpha : float
     dtype : numpy dtype
         The features' dtype (coefficients are returned in it by estimators).
-    factor : ndarray of shape (D, D), float64
-        Lower Cholesky factor L of A = Z_cᵀ W Z_c + αI (upper triangle undefined).
+    factor : ndarray of shape (D, D), float64, or None
+        Lower Cholesky factor L of A = Z_cᵀ W Z_c + αI (upper triangle
+        undefined); None when A is singular (minimum-norm solution).
     mean : ndarray of shape (D,) or None
         Weighted feature means μ (None without intercept).
     weight_sum : float
@@ -79,7 +90,7 @@ class RidgeSolution:
         self.__post_init__()
 
     @classmethod
-    def from_statistics(cls, stats, alpha, *, overwrite=False):
+    def from_statistics(cls, stats, alpha, *, overwrite=False, singular="min_norm"):
         """Factor Z_cᵀWZ_c + αI from ``stats`` and solve for every target.
 
         Parameters
@@ -89,6 +100,11 @@ class RidgeSolution:
         overwrite : bool, default=False
             Factor in the statistics' own Gram buffer (saves D² memory); the
             statistics cannot be used afterwards.
+        singular : {"min_norm", "raise"}, default="min_norm"
+            When Z_cᵀWZ_c + αI is not positive definite: return the
+            minimum-norm least-squares solution (as scikit-learn), or raise
+            ``LinAlgError`` (a caller that can rebuild the statistics more
+            accurately first).
 
         Returns
         -------
@@ -97,29 +113,53 @@ class RidgeSolution:
         Raises
         ------
         numpy.linalg.LinAlgError
-            If Z_cᵀWZ_c + αI is not positive definite (alpha = 0 on
-            collinear features).
+            If Z_cᵀWZ_c + αI is not positive definite and ``singular="raise"``.
+        ValueError
+            If the statistics or the solution overflow float64 (features or
+            targets too large in magnitude).
         """
+        _check_scale("the Gram matrix ZᵀZ", stats.gram_lower)
+        _check_scale("the products Zᵀy", stats.cross)
+        _check_scale("the sum of squares of y", stats.y_sum_squares)
         A = stats.release_gram() if overwrite else stats.gram_lower.copy(order="F")
         b = stats.cross
         D = A.shape[0]
         A[np.diag_indices(D)] += alpha
+        L = None
+        if singular == "min_norm":
+            # potrf overwrites only the lower triangle: keep A's off-diagonal
+            # in the (unused) upper one and its diagonal aside, so a failed
+            # factorisation can rebuild A without a second D × D buffer.
+            diag = A.diagonal().copy()
+            _mirror(A, to_upper=True)
         with single_threaded_blas():
             try:
                 L, _ = scipy.linalg.cho_factor(A, lower=True, overwrite_a=True, check_finite=False)
             except np.linalg.LinAlgError as exc:
-                raise np.linalg.LinAlgError(
-                    "The regularised Gram matrix ZᵀZ + alpha·I is not positive definite "
-                    f"({exc}); use alpha > 0."
-                ) from exc
-            W = scipy.linalg.cho_solve((L, True), b, check_finite=False)  # (D, K)
-            tr_inv = _trace_of_inverse(L)
+                if singular == "raise":
+                    raise np.linalg.LinAlgError(
+                        "The regularised Gram matrix ZᵀZ + alpha·I is not positive definite "
+                        f"({exc}); use alpha > 0."
+                    ) from exc
+            if L is not None:
+                W = scipy.linalg.cho_solve((L, True), b, check_finite=False)  # (D, K)
+                tr_inv = _trace_of_inverse(L)
+            else:
+                _mirror(A, to_upper=False)
+                A[np.diag_indices(D)] = diag
+                W, tr_inv = _min_norm_solve(A, b)
+        _check_scale("the coefficients", W)
         mean = stats.mean if stats.centred else None
         # Residual sum of squares from the sums (no second pass over the data):
         # Σw r² = yᵀWy − 2wᵀb + wᵀGw and G w = b − αw  ⇒  yᵀWy − wᵀb − α‖w‖².
-        rss = stats.y_sum_squares - np.einsum("ij,ij->j", W, b) - alpha * np.einsum("ij,ij->j", W, W)
+        with np.errstate(over="ignore", invalid="ignore"):
+            rss = stats.y_sum_squares - np.einsum("ij,ij->j", W, b) - alpha * np.einsum("ij,ij->j", W, W)
+        _check_scale("the residual sum of squares", rss)
         rss = np.maximum(rss, 0.0)
-        dof = D - alpha * tr_inv + (1.0 if mean is not None else 0.0)
+        if L is not None:
+            dof = D - alpha * tr_inv + (1.0 if mean is not None else 0.0)
+        else:
+            dof = tr_inv + (1.0 if mean is not None else 0.0)  # tr(G (G+αI)⁺)
         denom = stats.n_samples - dof
         return cls(
             coef=np.ascontiguousarray(W.T),
@@ -148,6 +188,11 @@ class RidgeSolution:
         -------
         ndarray of shape (n,), float64
         """
+        if self.factor is None:
+            raise ValueError(
+                "The predictive variance is undefined: the regularised Gram matrix ZᵀZ + alpha·I is "
+                "singular (alpha = 0 or tiny on rank-deficient features). Fit with alpha > 0."
+            )
         V = (Z.toarray() if sp.issparse(Z) else np.asarray(Z)).astype(np.float64)
         if self.mean is not None:
             V = V - self.mean
@@ -172,6 +217,43 @@ class RidgeSolution:
             q(z)·σ²_k (see ``latent_variance_factor``).
         """
         return self.latent_variance_factor(Z)[:, None] * np.asarray(self.noise_variance, dtype=np.float64)[None, :]
+
+
+def _check_scale(what, values):
+    """Raise ValueError if ``values`` overflowed (inf or NaN): the data's scale, never a NaN fit."""
+    if not np.all(np.isfinite(values)):
+        raise ValueError(
+            f"Ridge: {what} overflowed float64: the features or the targets are too large in "
+            "magnitude (values of about 1e154 or more square to infinity). Rescale X and y, "
+            "e.g. with sklearn.preprocessing.StandardScaler, before fitting."
+        )
+
+
+def _mirror(A, *, to_upper):
+    """Copy A's strict lower triangle onto its upper one (or back), a column at a time (no index arrays)."""
+    for j in range(1, A.shape[0]):
+        if to_upper:
+            A[:j, j] = A[j, :j]
+        else:
+            A[j, :j] = A[:j, j]
+
+
+def _min_norm_solve(A, b):
+    """Return (A⁺b, tr(G A⁺)) for a symmetric PSD A = G + αI given by its lower triangle.
+
+    Eigenvalues below ``max(D) · eps · λ_max`` count as zero (the rank
+    cut-off of LAPACK's gelsd used by scikit-learn's lstsq), which gives the
+    minimum-norm least-squares solution.  tr(G A⁺) is the degrees of freedom.
+    """
+    lam, V = scipy.linalg.eigh(A, lower=True, check_finite=False)
+    cutoff = max(A.shape) * np.finfo(np.float64).eps * max(float(lam.max(initial=0.0)), 0.0)
+    keep = lam > cutoff
+    inv = np.where(keep, 1.0 / np.where(keep, lam, 1.0), 0.0)
+    W = V @ (inv[:, None] * (V.T @ b))
+    # A = G + αI shares G's eigenvectors: tr(G A⁺) = Σ_kept (λ − α)/λ; α is
+    # not known here, but the kept eigenvalues of a singular A are those of G
+    # shifted by a tiny α, so count them (the rank) — exact for α = 0.
+    return W, float(np.count_nonzero(keep))
 
 
 def _trace_of_inverse(L):

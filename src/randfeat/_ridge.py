@@ -21,6 +21,7 @@ chunk and never held whole when it is dense).  Solvers:
   only O(N·K + D·K) on top of Z.
 """
 
+import dataclasses
 import sys
 import time
 from numbers import Integral, Real
@@ -152,8 +153,11 @@ class _BaseRidge(ValidatedParamsMixin, BaseEstimator):
         """Set the fitted attributes from a ``_Fit``.
 
         ``y_shape`` is how the targets were given: ``"1d"`` (one target as
-        y of shape (n,)), ``"column"`` (one target as (n, 1)) or ``"2d"``.
-        The attributes' shapes follow scikit-learn's Ridge (>= 1.6) for each.
+        y of shape (n,)), ``"column"`` (one target as (n, 1)), ``"binary"``
+        (a two-class RidgeClassifier: one ±1 column) or ``"2d"``.  The
+        attributes' shapes follow scikit-learn's Ridge (>= 1.6) and
+        RidgeClassifier (>= 1.9: binary coef_ of shape (n_features,),
+        intercept_ of shape (1,)) for each.
         """
         self.solver_ = fit.solver
         self.n_iter_ = fit.n_iter
@@ -163,9 +167,11 @@ class _BaseRidge(ValidatedParamsMixin, BaseEstimator):
             self.features_ = fit.features
         elif hasattr(self, "features_"):
             del self.features_  # a refit without features= must not keep the old map
-        one = y_shape != "2d"
+        one = y_shape != "2d"  # "1d", "column" and "binary": one row of coefficients
         self.coef_ = fit.coef[0] if one else fit.coef
-        if y_shape == "1d" or (y_shape == "column" and not self.fit_intercept):
+        if not self.fit_intercept:
+            self.intercept_ = 0.0  # as scikit-learn's Ridge and RidgeClassifier, whatever y's shape
+        elif y_shape == "1d":
             self.intercept_ = fit.intercept[0]
         else:
             self.intercept_ = fit.intercept
@@ -207,6 +213,12 @@ class _BaseRidge(ValidatedParamsMixin, BaseEstimator):
             )
         finally:
             ops.close()
+        if not (np.all(np.isfinite(coef)) and np.all(np.isfinite(intercept))):
+            raise ValueError(
+                f"{type(self).__name__}: the CG solution overflowed float64: the features or the targets "
+                "are too large in magnitude (values of about 1e154 or more square to infinity). Rescale X "
+                "and y, e.g. with sklearn.preprocessing.StandardScaler, before fitting."
+            )
         return _Fit("cg", coef.astype(Z.dtype, copy=False), intercept.astype(Z.dtype), n_iter, residual, None, features)
 
     def _chunks(self, n_rows, n_features, itemsize):
@@ -215,7 +227,25 @@ class _BaseRidge(ValidatedParamsMixin, BaseEstimator):
             yield start, min(start + step, n_rows)
 
     def _fit_cholesky(self, features, X, Z, Y, sample_weight, D, n_threads, t0):
-        """Accumulate the sufficient statistics chunk by chunk (Z None: transform X), factor, solve."""
+        """Accumulate the sufficient statistics chunk by chunk (Z None: transform X), factor, solve.
+
+        float32 features are multiplied in float32; if their Gram plus alpha·I
+        is then not positive definite (float32 rounding above alpha), the
+        statistics are accumulated again in float64 before falling back to
+        the minimum-norm solution.
+        """
+        try:
+            sol = self._cholesky_solution(features, X, Z, Y, sample_weight, D, n_threads, t0, None)
+        except np.linalg.LinAlgError:
+            self._log("float32 Gram not positive definite: accumulating it again in float64")
+            sol = self._cholesky_solution(features, X, Z, Y, sample_weight, D, n_threads, t0, np.float64)
+        # A direct solve counts as one iteration (sklearn's convention that
+        # an estimator with max_iter reports n_iter_ >= 1).
+        return _Fit("cholesky", sol.coef.astype(sol.dtype), sol.intercept.astype(sol.dtype),
+                    np.ones(Y.shape[1], dtype=np.intp), None, sol, features)
+
+    def _cholesky_solution(self, features, X, Z, Y, sample_weight, D, n_threads, t0, accumulate_dtype):
+        """One pass of ``_fit_cholesky``; ``accumulate_dtype`` None: the features' own dtype."""
         N, K = Y.shape
         acc = None
         itemsize = 4 if X.dtype == np.float32 else 8
@@ -230,18 +260,21 @@ class _BaseRidge(ValidatedParamsMixin, BaseEstimator):
             if sp.issparse(Zb):
                 Zb = Zb.toarray()
                 owned = True
+            if accumulate_dtype is not None and Zb.dtype != accumulate_dtype:
+                Zb, owned = Zb.astype(accumulate_dtype), True
             if acc is None:
                 acc = StatisticsAccumulator(D, K, Zb.dtype, self.fit_intercept, n_threads)
             acc.add(Zb, Y[s:e], None if sample_weight is None else sample_weight[s:e], owned=owned)
             del Zb
             if self.verbose and (i + 1 == len(chunks) or (i + 1) % max(1, len(chunks) // 20) == 0):
                 self._log(f"Gram: {i + 1}/{len(chunks)} chunks ({e} rows), elapsed {time.perf_counter() - t0:.1f} s")
-        # The statistics are not kept: factor in their Gram's memory.
-        sol = acc.statistics().solve(float(self.alpha), overwrite=True)
-        # A direct solve counts as one iteration (sklearn's convention that
-        # an estimator with max_iter reports n_iter_ >= 1).
-        return _Fit("cholesky", sol.coef.astype(sol.dtype), sol.intercept.astype(sol.dtype),
-                    np.ones(K, dtype=np.intp), None, sol, features)
+        # The statistics are not kept: factor in their Gram's memory.  A
+        # float32 Gram that fails raises, to be accumulated again in float64.
+        singular = "raise" if acc.dtype == np.float32 else "min_norm"
+        sol = acc.statistics().solve(float(self.alpha), overwrite=True, singular=singular)
+        if accumulate_dtype is not None:
+            sol = dataclasses.replace(sol, dtype=np.dtype(X.dtype if Z is None else Z.dtype))
+        return sol
 
     # ------------------------------------------------------------ prediction
     def _features_chunks(self, X):
@@ -263,7 +296,7 @@ class _BaseRidge(ValidatedParamsMixin, BaseEstimator):
         out = np.empty((X.shape[0], K), dtype=coef.dtype)
         for s, e, Zb in self._features_chunks(X):
             out[s:e] = Zb @ coef.T.astype(Zb.dtype, copy=False)
-        out += np.asarray(self.intercept_, dtype=out.dtype).reshape(1, K)
+        out += np.asarray(self.intercept_, dtype=out.dtype)  # scalar, (1,) or (K,): broadcasts
         return X, out
 
     def __sklearn_tags__(self):
@@ -608,7 +641,8 @@ class RidgeClassifier(ClassifierMixin, _PartialFitMixin, _BaseRidge):
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
-    coef_ : ndarray of shape (1, n_features_out) or (n_classes, n_features_out)
+    coef_ : ndarray of shape (n_features_out,) or (n_classes, n_features_out)
+        One row of weights, 1-D, for two classes (as scikit-learn >= 1.9).
     intercept_ : ndarray of shape (1,) or (n_classes,)
     n_iter_ : ndarray
         CG iterations per target column; 1 for Cholesky.
@@ -654,7 +688,8 @@ class RidgeClassifier(ClassifierMixin, _PartialFitMixin, _BaseRidge):
         fit = self._fit_targets(X, Y, sample_weight)
         self._label_binarizer = binarizer
         self.classes_ = binarizer.classes_
-        self._store_fit(fit, "2d")
+        binary = Y.shape[1] == 1 and not binarizer.y_type_.startswith("multilabel")
+        self._store_fit(fit, "binary" if binary else "2d")
         return self
 
     def partial_fit(self, X, y, classes=None, sample_weight=None):

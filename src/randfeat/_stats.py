@@ -270,20 +270,23 @@ class RidgeStatistics:
                                dtype=np.result_type(a.dtype, b.dtype))
 
     # -------------------------------------------------------------- solving
-    def solve(self, alpha, *, overwrite=False):
-        """Return the ridge solution for ``alpha``: ``RidgeSolution.from_statistics(self, alpha, overwrite=...)``.
+    def solve(self, alpha, *, overwrite=False, singular="min_norm"):
+        """Return the ridge solution for ``alpha``: ``RidgeSolution.from_statistics(self, alpha, ...)``.
 
         Parameters
         ----------
         alpha : float >= 0
         overwrite : bool, default=False
             Factor in this object's Gram buffer; the statistics are consumed.
+        singular : {"min_norm", "raise"}, default="min_norm"
+            What a Gram that is not positive definite gives (see
+            ``RidgeSolution.from_statistics``).
 
         Returns
         -------
         RidgeSolution
         """
-        return RidgeSolution.from_statistics(self, alpha, overwrite=overwrite)
+        return RidgeSolution.from_statistics(self, alpha, overwrite=overwrite, singular=singular)
 
 
 class _BlockMeans(NamedTuple):
@@ -308,8 +311,11 @@ class StatisticsAccumulator:
         dtype of the blocks (and of their syrk).
     fit_intercept : bool
     n_threads : int
-        BLAS threads for syrk (OpenBLAS splits syrk's output among threads,
+        BLAS threads for dsyrk (OpenBLAS splits dsyrk's output among threads,
         not the summed dimension, so the result does not depend on it).
+        ssyrk (float32 blocks) runs on one BLAS thread: threaded OpenBLAS
+        ssyrk gives results that depend on the thread count (up to 8e-8
+        relative, measured), and fits must be bit-identical for any n_jobs.
     """
 
     def __init__(self, n_features, n_targets, dtype, fit_intercept, n_threads):
@@ -396,7 +402,7 @@ class StatisticsAccumulator:
         else:
             Ysw = Ys
         Zs = np.ascontiguousarray(Zs)
-        with limit_blas_threads(self.n_threads):
+        with limit_blas_threads(self.n_threads if self._S_block is None else 1):
             # A C-ordered (n × D) block is an F-ordered (D × n) matrix Zsᵀ:
             # syrk with trans=0 gives Zsᵀ Zs (lower triangle) without a copy.
             if self._S_block is None:
