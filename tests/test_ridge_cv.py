@@ -194,3 +194,45 @@ _EXPECTED_FAILED = {"check_sample_weight_equivalence_on_dense_data": "LOO: weigh
 @parametrize_with_checks([RidgeCV(), RidgeClassifierCV()], expected_failed_checks=lambda est: _EXPECTED_FAILED)
 def test_sklearn_compatible(estimator, check):
     check(estimator)
+
+
+def test_gamma_path_equals_separate_fits():
+    X, Y, w = make_data(120, 3, 1, seed=7, offset=0.0)
+    y = np.sin(X[:, 0]) + 0.1 * Y[:, 0]
+    gammas = [0.01, 0.1, 1.0, 10.0]
+    fm = RandomFourierFeatures(50, random_state=3)
+    m = RidgeCV(ALPHAS, features=fm, gammas=gammas).fit(X, y, sample_weight=w)
+    assert m.gamma_ in gammas and m.features_.gamma == m.gamma_
+    separate = [RidgeCV(ALPHAS, features=clone(fm).set_params(gamma=g)).fit(X, y, sample_weight=w) for g in gammas]
+    np.testing.assert_allclose(m.gamma_scores_, [s.best_score_ for s in separate], rtol=1e-12)
+    assert m.gamma_ == gammas[int(np.argmax(m.gamma_scores_))]
+    alone = clone(fm).set_params(gamma=m.gamma_).fit(X)
+    np.testing.assert_array_equal(m.features_.transform(X), alone.transform(X))  # bit-identical
+    from randfeat import Ridge
+
+    ridge = Ridge(alpha=m.alpha_, features=clone(fm).set_params(gamma=m.gamma_)).fit(X, y, sample_weight=w)
+    assert rel(m.coef_, ridge.coef_) < 1e-10
+    assert rel(m.intercept_, ridge.intercept_) < 1e-10
+
+
+def test_auto_gammas_are_the_documented_grid():
+    X, Y, _ = make_data(60, 4, 1, seed=8, offset=0.0)
+    m = RidgeCV(ALPHAS, features=RandomFourierFeatures(20, random_state=0), gammas="auto").fit(X, Y[:, 0])
+    d2 = ((X[:, None, :] - X[None, :, :]) ** 2).sum(-1)[np.triu_indices(60, 1)]
+    np.testing.assert_allclose(m.gammas_, np.array([0.1, 0.3, 1.0, 3.0, 10.0]) / np.median(d2), rtol=1e-12)
+    assert m.gamma_ in m.gammas_
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"gammas": []}, "at least one"),
+        ({"gammas": [1.0, -1.0]}, "> 0"),
+        ({"gammas": [1.0], "features": None}, "gamma"),
+    ],
+)
+def test_bad_gammas(kwargs, match):
+    X, Y, _ = make_data(20, 3, 1)
+    kwargs = {"features": RandomFourierFeatures(10, random_state=0), **kwargs}
+    with pytest.raises(InvalidParameterError, match=match):
+        RidgeCV(**kwargs).fit(X, Y[:, 0])

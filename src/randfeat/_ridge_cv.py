@@ -44,17 +44,56 @@ from ._threads import effective_n_threads, single_threaded_blas
 from ._validation import N_JOBS, Interval
 
 
-def _as_alphas(alphas):
-    """Return ``alphas`` as a 1-d float64 array, or raise InvalidParameterError naming the problem."""
+#: ``gammas="auto"``: the median heuristic's gamma times these factors.
+AUTO_GAMMA_FACTORS = (0.1, 0.3, 1.0, 3.0, 10.0)
+#: Rows (a fixed-seed subsample) on which the median pairwise distance is taken.
+AUTO_GAMMA_ROWS = 1000
+
+
+def _as_positive(name, values):
+    """Return ``values`` as a 1-d float64 array, or raise InvalidParameterError naming the problem."""
     try:
-        a = np.asarray(alphas, dtype=np.float64).ravel()
+        a = np.asarray(values, dtype=np.float64).ravel()
     except (TypeError, ValueError):
-        raise InvalidParameterError(f"alphas must be positive numbers, got {alphas!r}") from None
+        raise InvalidParameterError(f"{name} must be positive numbers, got {values!r}") from None
     if a.size == 0:
-        raise InvalidParameterError("alphas must contain at least one value, got an empty sequence")
+        raise InvalidParameterError(f"{name} must contain at least one value, got an empty sequence")
     if not np.all(np.isfinite(a)) or np.any(a <= 0):
-        raise InvalidParameterError(f"alphas must be finite and > 0, got {a.tolist()}")
+        raise InvalidParameterError(f"{name} must be finite and > 0, got {a.tolist()}")
     return a
+
+
+def _as_alphas(alphas):
+    return _as_positive("alphas", alphas)
+
+
+def median_heuristic_gamma(X, kernel):
+    """Return 1 / median pairwise distance of rows of X (squared Euclidean; L1 for the Laplacian kernel).
+
+    Taken on at most ``AUTO_GAMMA_ROWS`` rows drawn with a fixed seed (0),
+    so the result depends on X only.
+
+    Parameters
+    ----------
+    X : ndarray or CSR matrix of shape (n_samples, n_features), validated
+    kernel : str
+        The feature map's kernel name.
+
+    Returns
+    -------
+    gamma : float
+    """
+    from sklearn.metrics import pairwise_distances
+
+    n = X.shape[0]
+    rows = np.sort(np.random.default_rng(0).choice(n, size=min(n, AUTO_GAMMA_ROWS), replace=False))
+    S = X[rows]
+    if kernel == "laplacian":
+        dist = pairwise_distances(S, metric="manhattan")
+    else:
+        dist = pairwise_distances(S, metric="sqeuclidean")
+    med = np.median(dist[np.triu_indices(len(rows), 1)]) if len(rows) > 1 else 0.0
+    return 1.0 / med if med > 0 else 1.0
 
 
 class _Decomposition:
@@ -101,6 +140,7 @@ class _RidgeCVMixin:
     _parameter_constraints: dict = {
         "alphas": ["array-like", Interval(Real, 0, None, closed="neither")],
         "features": [RandomFeatureMap, None],
+        "gammas": ["array-like", StrOptions({"auto"}), None],
         "cv": [None, StrOptions({"gcv"})],
         "scoring": [StrOptions(set(get_scorer_names())), callable, None],
         "fit_intercept": ["boolean"],
@@ -116,6 +156,7 @@ class _RidgeCVMixin:
         alphas=(0.1, 1.0, 10.0),
         *,
         features=None,
+        gammas=None,
         cv=None,
         scoring=None,
         fit_intercept=True,
@@ -127,6 +168,7 @@ class _RidgeCVMixin:
     ):
         self.alphas = alphas
         self.features = features
+        self.gammas = gammas
         self.cv = cv
         self.scoring = scoring
         self.fit_intercept = fit_intercept
@@ -144,6 +186,14 @@ class _RidgeCVMixin:
 
     def _check_param_combinations(self):
         _as_alphas(self.alphas)
+        if self.gammas is not None:
+            if self.features is None or "gamma" not in self.features.get_params():
+                raise InvalidParameterError(
+                    f"{type(self).__name__}(gammas=...) needs a feature map with a gamma, e.g. "
+                    f"features=RandomFourierFeatures(...); got features={self.features!r}."
+                )
+            if not (isinstance(self.gammas, str) and self.gammas == "auto"):
+                _as_positive("gammas", self.gammas)
         if self.cv == "gcv" and self.scoring is not None:
             raise InvalidParameterError(
                 f"{type(self).__name__}(cv='gcv') scores by generalised cross-validation, a squared-error "
@@ -151,11 +201,11 @@ class _RidgeCVMixin:
             )
 
     # ------------------------------------------------------------ the data
-    def _feature_source(self, X):
-        """Fit a clone of ``features``; return (fitted map or None, materialised Z or None, D)."""
-        if self.features is None:
+    def _feature_source(self, X, template):
+        """Fit a clone of ``template``; return (fitted map or None, materialised Z or None, D)."""
+        if template is None:
             return None, X, X.shape[1]
-        features = clone(self.features)
+        features = clone(template)
         if getattr(features, "_sparse_output", False):
             Z = features.fit_transform(X)
             D = Z.shape[1]
@@ -244,16 +294,39 @@ class _RidgeCVMixin:
 
     # ------------------------------------------------------------ selection
     def _select(self, X, Y, sample_weight, y_true):
-        """Choose alpha for targets Y (N × K); return the attributes to set (sets nothing on self).
+        """Choose (gamma,) alpha for targets Y (N × K); return the attributes to set (sets nothing on self).
 
         ``y_true`` is what a scorer compares predictions with (y as given;
-        class labels for the classifier).
+        class labels for the classifier).  With ``gammas``, each gamma's map
+        is the template with that gamma and the same ``random_state``; the
+        gamma whose best score (mean over targets) is highest wins.
         """
+        if self.gammas is None:
+            sel = self._select_alpha(X, Y, sample_weight, y_true, self.features)
+            sel["gamma"], sel["gamma_scores"], sel["gammas"] = None, None, None
+            return sel
+        if isinstance(self.gammas, str):
+            base = median_heuristic_gamma(X, self.features.get_params().get("kernel", "rbf"))
+            gammas = base * np.asarray(AUTO_GAMMA_FACTORS)
+        else:
+            gammas = _as_positive("gammas", self.gammas)
+        best, gamma_scores = None, []
+        for g in gammas:
+            sel = self._select_alpha(X, Y, sample_weight, y_true, clone(self.features).set_params(gamma=float(g)))
+            gamma_scores.append(float(np.mean(sel["best_score"])))
+            if best is None or gamma_scores[-1] > gamma_scores[best[0]]:
+                best = (len(gamma_scores) - 1, sel)
+        sel = best[1]
+        sel["gamma"], sel["gamma_scores"], sel["gammas"] = float(gammas[best[0]]), np.array(gamma_scores), gammas
+        return sel
+
+    def _select_alpha(self, X, Y, sample_weight, y_true, template):
+        """Choose alpha for the features of ``template`` (None: X itself); see ``_select``."""
         alphas = _as_alphas(self.alphas)
         N, K = Y.shape
         A = alphas.size
         n_threads = effective_n_threads(self.n_jobs)
-        features, Z, D = self._feature_source(X)
+        features, Z, D = self._feature_source(X, template)
         w = np.ones(N) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
         if not w.sum() > 0:
             raise ValueError(f"{type(self).__name__} needs a positive total sample weight")
@@ -317,6 +390,11 @@ class _RidgeCVMixin:
         else:
             self.intercept_ = sel["intercept"].astype(dtype)
         self._solution = None
+        for name in ("gamma_", "gammas_", "gamma_scores_"):
+            if hasattr(self, name):
+                delattr(self, name)
+        if sel["gamma"] is not None:
+            self.gamma_, self.gammas_, self.gamma_scores_ = sel["gamma"], sel["gammas"], sel["gamma_scores"]
         if sel["features"] is not None:
             self.features_ = sel["features"]
         elif hasattr(self, "features_"):
@@ -351,6 +429,16 @@ class RidgeCV(_RidgeCVMixin, RegressorMixin, _BaseRidge):
         streaming pass, so the N × D matrix is never held.  Sparse features
         (binning) are materialised and densified a chunk at a time; their
         width must be at most 10000.  None: X is the feature matrix.
+    gammas : array-like of float, "auto" or None, default=None
+        Kernel widths to choose from (needs ``features`` with a ``gamma``).
+        Each gamma's map is ``features`` with that gamma and the same
+        ``random_state`` (so its features are bit-identical to a map fitted
+        on its own), and alpha is chosen for each as above; the gamma with
+        the best score wins (``gamma_``, ``features_``).  Each gamma costs
+        its own passes over the data (two for leave-one-out, one for GCV).
+        ``"auto"``: γ_med · (0.1, 0.3, 1, 3, 10), γ_med = 1 / the median
+        pairwise squared Euclidean distance (L1 distance for the Laplacian
+        kernel) among at most 1000 rows drawn with seed 0.
     cv : {None, "gcv"}, default=None
         None: exact leave-one-out for every alpha.  ``"gcv"``: generalised
         cross-validation (RSS/N)/(1 − dof/N)², from the eigenvalues and the
@@ -387,7 +475,15 @@ class RidgeCV(_RidgeCVMixin, RegressorMixin, _BaseRidge):
         predictions (a scorer); with ``cv="gcv"``, the GCV errors, shape
         (n_alphas,) or (n_targets, n_alphas).
     features_ : feature map
-        The fitted clone of ``features`` (only when ``features`` is given).
+        The fitted clone of ``features`` (only when ``features`` is given),
+        with the chosen gamma when ``gammas`` is given.
+    gamma_ : float
+        The chosen gamma (only with ``gammas``).
+    gammas_ : ndarray of shape (n_gammas,)
+        The gammas tried (resolves ``"auto"``; only with ``gammas``).
+    gamma_scores_ : ndarray of shape (n_gammas,)
+        Best score over the alphas at each gamma (mean over targets); the
+        ``cv_results_`` kept are those of the chosen gamma.
     n_features_in_ : int
     feature_names_in_ : ndarray of str
         Only when X has string column names.
@@ -465,7 +561,7 @@ class RidgeClassifierCV(_RidgeCVMixin, RidgeClassifier):
 
     Parameters
     ----------
-    alphas, features, cv, fit_intercept, store_cv_results, chunk_size, verbose, n_jobs
+    alphas, features, gammas, cv, fit_intercept, store_cv_results, chunk_size, verbose, n_jobs
         As in :class:`RidgeCV`.
     scoring : str, callable or None, default=None
         None: negated mean squared leave-one-out error on the ±1 target
@@ -488,6 +584,8 @@ class RidgeClassifierCV(_RidgeCVMixin, RidgeClassifier):
     cv_results_ : ndarray of shape (n_samples, n_targets, n_alphas)
         With ``store_cv_results`` (see :class:`RidgeCV`).
     features_ : feature map (only when ``features`` is given)
+    gamma_, gammas_, gamma_scores_
+        As in :class:`RidgeCV` (only with ``gammas``).
     n_features_in_ : int
 
     Examples
