@@ -15,6 +15,7 @@ from ._config import get_config, show_config  # noqa: E402
 from ._fourier import RandomFourierFeatures  # noqa: E402
 from ._kernels import kernel_matrix  # noqa: E402
 from ._ridge import Ridge, RidgeClassifier  # noqa: E402
+from ._ridge_cv import RidgeClassifierCV, RidgeCV  # noqa: E402
 from ._version import __version__  # noqa: E402
 
 __all__ = [
@@ -26,5 +27,7 @@ __all__ = [
     "kernel_matrix",
     "Ridge",
     "RidgeClassifier",
+    "RidgeClassifierCV",
+    "RidgeCV",
     "show_config",
 ]

@@ -1,0 +1,667 @@
+"""RidgeCV and RidgeClassifierCV: the regularisation chosen by efficient leave-one-out, in closed form.
+
+For ridge with an unpenalised intercept, weights w and hat matrix H_α
+(of the √w-scaled problem), the leave-one-out residual of row i is
+
+    e_i(α) = r_i(α) / (1 − h_ii(α)),
+
+r_i the ordinary residual of the fit on all rows (Golub, Heath & Wahba
+1979; the closed form scikit-learn's ``RidgeCV`` uses).  One
+eigendecomposition gives r and h for every α:
+
+* **Gram path** (N >= D, or any streamed ``features=``): G = Z_cᵀWZ_c = VΛVᵀ
+  from the streamed sufficient statistics (``_stats.py``, no N × D matrix
+  held), u = Vᵀb.  Per α: β = V diag(1/(λ+α)) u; a second streaming pass
+  forms P = Z_cV chunk by chunk and gives the fitted values P diag(1/(λ+α)) u
+  and leverages h_ii = w_i(Σ_j P_ij²/(λ_j+α) + 1/Σw) for all α at once.
+* **Kernel path** (materialised dense X with N < D, all weights > 0):
+  K = Z̃_cZ̃_cᵀ = QΛQᵀ with Z̃_c = √W Z_c, whose direction √w (the intercept)
+  has eigenvalue 0 exactly by construction; fitted values Q diag(λ/(λ+α)) Qᵀỹ
+  and leverages Σ_j Q_ij² λ_j/(λ_j+α) + w_i/Σw.
+* ``cv="gcv"``: generalised cross-validation, (RSS(α)/N) / (1 − dof(α)/N)²,
+  from the eigenvalues and the statistics alone (no second pass).
+
+Scores follow scikit-learn's ``RidgeCV``: with ``scoring=None`` the mean of
+w_i·e_i² (negated), otherwise the scorer applied to the leave-one-out
+predictions.
+"""
+
+from numbers import Integral, Real
+
+import numpy as np
+import scipy.linalg
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, clone
+from sklearn.metrics import check_scoring, get_scorer_names
+from sklearn.preprocessing import LabelBinarizer
+from sklearn.utils._param_validation import InvalidParameterError, StrOptions
+from sklearn.utils.multiclass import check_classification_targets
+
+from ._base import RandomFeatureMap, fit_context
+from ._ridge import CHOLESKY_MAX_FEATURES, RidgeClassifier, _BaseRidge, _default_chunk_rows, _validate_Xy
+from ._stats import StatisticsAccumulator
+from ._threads import effective_n_threads, single_threaded_blas
+from ._validation import N_JOBS, Interval
+
+
+#: ``gammas="auto"``: the median heuristic's gamma times these factors.
+AUTO_GAMMA_FACTORS = (0.1, 0.3, 1.0, 3.0, 10.0)
+#: Rows (a fixed-seed subsample) on which the median pairwise distance is taken.
+AUTO_GAMMA_ROWS = 1000
+
+
+def _as_positive(name, values):
+    """Return ``values`` as a 1-d float64 array, or raise InvalidParameterError naming the problem."""
+    try:
+        a = np.asarray(values, dtype=np.float64).ravel()
+    except (TypeError, ValueError):
+        raise InvalidParameterError(f"{name} must be positive numbers, got {values!r}") from None
+    if a.size == 0:
+        raise InvalidParameterError(f"{name} must contain at least one value, got an empty sequence")
+    if not np.all(np.isfinite(a)) or np.any(a <= 0):
+        raise InvalidParameterError(f"{name} must be finite and > 0, got {a.tolist()}")
+    return a
+
+
+def _as_alphas(alphas):
+    return _as_positive("alphas", alphas)
+
+
+def median_heuristic_gamma(X, kernel):
+    """Return 1 / median pairwise distance of rows of X (squared Euclidean; L1 for the Laplacian kernel).
+
+    Taken on at most ``AUTO_GAMMA_ROWS`` rows drawn with a fixed seed (0),
+    so the result depends on X only.
+
+    Parameters
+    ----------
+    X : ndarray or CSR matrix of shape (n_samples, n_features), validated
+    kernel : str
+        The feature map's kernel name.
+
+    Returns
+    -------
+    gamma : float
+    """
+    from sklearn.metrics import pairwise_distances
+
+    n = X.shape[0]
+    rows = np.sort(np.random.default_rng(0).choice(n, size=min(n, AUTO_GAMMA_ROWS), replace=False))
+    S = X[rows]
+    if kernel == "laplacian":
+        dist = pairwise_distances(S, metric="manhattan")
+    else:
+        dist = pairwise_distances(S, metric="sqeuclidean")
+    med = np.median(dist[np.triu_indices(len(rows), 1)]) if len(rows) > 1 else 0.0
+    return 1.0 / med if med > 0 else 1.0
+
+
+class _Decomposition:
+    """One eigendecomposition and what every α needs from it (see the module docstring)."""
+
+    def __init__(self, *, kind, eigvals, basis, u, mean, y_mean, weight_sum, n_samples, yss, centred):
+        self.kind = kind  # "gram" (basis V, D × D) or "kernel" (basis Q, N × N)
+        self.eigvals = eigvals
+        self.basis = basis
+        self.u = u  # gram: Vᵀb (D × K); kernel: Qᵀỹ (N × K)
+        self.mean = mean
+        self.y_mean = y_mean
+        self.weight_sum = weight_sum
+        self.n_samples = n_samples
+        self.yss = yss
+        self.centred = centred
+        self.Zt = None  # kernel path: √W Z_c, for the coefficients
+
+    def coef(self, alpha_per_column):
+        """Return β (K × D) with column k solved at ``alpha_per_column[k]``."""
+        a = np.asarray(alpha_per_column)[None, :]
+        lam = self.eigvals[:, None]
+        if self.kind == "gram":
+            return (self.basis @ (self.u / (lam + a))).T
+        # Dual: β = Z̃ᵀ Q diag(1/(λ+α)) Qᵀỹ; the intercept direction (λ = 0) is not part of β.
+        scale = np.where(lam > 0, 1.0 / (lam + a), 0.0)
+        return (self.Zt.T @ (self.basis @ (self.u * scale))).T
+
+    def gcv_errors(self, alphas):
+        """Return the GCV mean squared error, shape (K, A)."""
+        lam = self.eigvals[:, None]
+        # RSS(α) = Σw(y−ȳ)² − Σ_j u_j² (λ_j + 2α)/(λ_j + α)²  (gram path, u = Vᵀb).
+        f = (lam + 2 * alphas[None, :]) / (lam + alphas[None, :]) ** 2  # (D, A)
+        rss = np.maximum(self.yss[:, None] - (self.u**2).T @ f, 0.0)
+        dof = (lam / (lam + alphas[None, :])).sum(axis=0) + (1.0 if self.centred else 0.0)
+        n = self.n_samples
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(dof < n, (rss / n) / (1.0 - dof / n) ** 2, np.inf)
+
+
+class _RidgeCVMixin:
+    """Shared parameters and closed-form selection of RidgeCV and RidgeClassifierCV."""
+
+    _parameter_constraints: dict = {
+        "alphas": ["array-like", Interval(Real, 0, None, closed="neither")],
+        "features": [RandomFeatureMap, None],
+        "gammas": ["array-like", StrOptions({"auto"}), None],
+        "cv": [None, StrOptions({"gcv"})],
+        "scoring": [StrOptions(set(get_scorer_names())), callable, None],
+        "fit_intercept": ["boolean"],
+        "alpha_per_target": ["boolean"],
+        "store_cv_results": ["boolean"],
+        "chunk_size": [Interval(Integral, 1, None, closed="left"), None],
+        "verbose": ["verbose"],
+        "n_jobs": N_JOBS,
+    }
+
+    def __init__(
+        self,
+        alphas=(0.1, 1.0, 10.0),
+        *,
+        features=None,
+        gammas=None,
+        cv=None,
+        scoring=None,
+        fit_intercept=True,
+        alpha_per_target=False,
+        store_cv_results=False,
+        chunk_size=None,
+        verbose=0,
+        n_jobs=None,
+    ):
+        self.alphas = alphas
+        self.features = features
+        self.gammas = gammas
+        self.cv = cv
+        self.scoring = scoring
+        self.fit_intercept = fit_intercept
+        self.alpha_per_target = alpha_per_target
+        self.store_cv_results = store_cv_results
+        self.chunk_size = chunk_size
+        self.verbose = verbose
+        self.n_jobs = n_jobs
+
+    def _explain_invalid(self, name, value):
+        if name == "cv":
+            return ("K-fold selection (cv=int or a splitter) is not implemented yet: use cv=None "
+                    "(leave-one-out) or cv='gcv'.")
+        return super()._explain_invalid(name, value)
+
+    def _check_param_combinations(self):
+        _as_alphas(self.alphas)
+        if self.gammas is not None:
+            if self.features is None or "gamma" not in self.features.get_params():
+                raise InvalidParameterError(
+                    f"{type(self).__name__}(gammas=...) needs a feature map with a gamma, e.g. "
+                    f"features=RandomFourierFeatures(...); got features={self.features!r}."
+                )
+            if not (isinstance(self.gammas, str) and self.gammas == "auto"):
+                _as_positive("gammas", self.gammas)
+        if self.cv == "gcv" and self.scoring is not None:
+            raise InvalidParameterError(
+                f"{type(self).__name__}(cv='gcv') scores by generalised cross-validation, a squared-error "
+                f"criterion; it cannot use scoring={self.scoring!r}. Use cv=None (leave-one-out) with a scorer."
+            )
+
+    # ------------------------------------------------------------ the data
+    def _feature_source(self, X, template):
+        """Fit a clone of ``template``; return (fitted map or None, materialised Z or None, D)."""
+        if template is None:
+            return None, X, X.shape[1]
+        features = clone(template)
+        if getattr(features, "_sparse_output", False):
+            Z = features.fit_transform(X)
+            D = Z.shape[1]
+            if D > CHOLESKY_MAX_FEATURES:
+                raise ValueError(
+                    f"{type(self).__name__} selects alpha in closed form from a D × D eigendecomposition; the "
+                    f"sparse features give D={D} > {CHOLESKY_MAX_FEATURES}. Use fewer bins/grids, or "
+                    f"GridSearchCV over randfeat.Ridge(features=...) for wide sparse features."
+                )
+            return features, Z, D
+        features.fit(X)
+        return features, None, int(features.n_features_out_)
+
+    def _blocks(self, X, Z, features, D):
+        """Yield (start, stop, dense Z block) over the rows (Z None: transform X chunk by chunk)."""
+        N = X.shape[0]
+        itemsize = 4 if X.dtype == np.float32 else 8
+        step = self.chunk_size or _default_chunk_rows(D, itemsize)
+        for s in range(0, N, step):
+            e = min(s + step, N)
+            Zb = features.transform(X[s:e]) if Z is None else Z[s:e]
+            if sp.issparse(Zb):
+                Zb = Zb.toarray()
+            yield s, e, Zb
+
+    # ---------------------------------------------------- decompositions
+    def _gram_decomposition(self, blocks, Y, w, D, n_threads):
+        acc = None
+        for s, e, Zb in blocks:
+            if acc is None:
+                acc = StatisticsAccumulator(D, Y.shape[1], Zb.dtype, self.fit_intercept, n_threads)
+            acc.add(Zb, Y[s:e], w[s:e])
+        stats = acc.statistics()
+        with single_threaded_blas():  # eigh's result must not depend on the thread count
+            lam, V = scipy.linalg.eigh(stats.gram(), check_finite=False)
+        lam = np.maximum(lam, 0.0)
+        return _Decomposition(kind="gram", eigvals=lam, basis=V, u=V.T @ stats.cross, mean=stats.mean,
+                              y_mean=stats.y_mean, weight_sum=stats.weight_sum, n_samples=stats.n_samples,
+                              yss=stats.y_sum_squares, centred=stats.centred)
+
+    def _kernel_decomposition(self, Z, Y, w):
+        Z = np.asarray(Z, dtype=np.float64)
+        sw = w.sum()
+        mean = (w @ Z) / sw if self.fit_intercept else np.zeros(Z.shape[1])
+        y_mean = (w @ Y) / sw if self.fit_intercept else np.zeros(Y.shape[1])
+        sqw = np.sqrt(w)
+        Zt = sqw[:, None] * (Z - mean)
+        yt = sqw[:, None] * (Y - y_mean)
+        with single_threaded_blas():
+            Kmat = Zt @ Zt.T
+            lam, Q = scipy.linalg.eigh(Kmat, check_finite=False)
+        lam = np.maximum(lam, 0.0)
+        if self.fit_intercept:
+            # √w is in the null space of Z̃_cZ̃_cᵀ; zero its eigenvalue exactly (rounding left ~1e-15·‖K‖).
+            lam[np.argmax(np.abs(Q.T @ (sqw / np.linalg.norm(sqw))))] = 0.0
+        dec = _Decomposition(kind="kernel", eigvals=lam, basis=Q, u=Q.T @ yt, mean=mean, y_mean=y_mean,
+                             weight_sum=sw, n_samples=Z.shape[0], yss=(yt**2).sum(axis=0),
+                             centred=self.fit_intercept)
+        dec.Zt = Zt
+        return dec
+
+    def _loo_chunks(self, dec, alphas, blocks, Y, w):
+        """Yield (start, stop, e) with e the leave-one-out residuals, shape (n, K, A), original scale."""
+        lam = dec.eigvals[:, None]
+        A = alphas.size
+        base = 1.0 / dec.weight_sum if dec.centred else 0.0
+        if dec.kind == "kernel":
+            shrink = lam / (lam + alphas[None, :])  # (N, A)
+            Q = dec.basis
+            lev = (Q * Q) @ shrink + base * w[:, None]
+            fitted = (Q @ (dec.u[:, :, None] * shrink[:, None, :]).reshape(Q.shape[1], -1)).reshape(len(w), -1, A)
+            sqw = np.sqrt(w)[:, None, None]
+            r = (Y - dec.y_mean)[:, :, None] - fitted / sqw
+            yield 0, len(w), r / (1.0 - lev)[:, None, :]
+            return
+        inv = 1.0 / (lam + alphas[None, :])  # (D, A)
+        coef_by_alpha = (dec.u[:, :, None] * inv[:, None, :]).reshape(dec.u.shape[0], -1)  # (D, K·A)
+        for s, e, Zb in blocks:
+            Zc = np.asarray(Zb, dtype=np.float64) - dec.mean if dec.centred else np.asarray(Zb, dtype=np.float64)
+            with single_threaded_blas():
+                P = Zc @ dec.basis
+            lev = w[s:e, None] * ((P * P) @ inv + base)
+            fitted = (P @ coef_by_alpha).reshape(e - s, -1, A)
+            r = (Y[s:e] - dec.y_mean)[:, :, None] - fitted
+            yield s, e, r / (1.0 - lev)[:, None, :]
+
+    # ------------------------------------------------------------ selection
+    def _select(self, X, Y, sample_weight, y_true):
+        """Choose (gamma,) alpha for targets Y (N × K); return the attributes to set (sets nothing on self).
+
+        ``y_true`` is what a scorer compares predictions with (y as given;
+        class labels for the classifier).  With ``gammas``, each gamma's map
+        is the template with that gamma and the same ``random_state``; the
+        gamma whose best score (mean over targets) is highest wins.
+        """
+        if self.gammas is None:
+            sel = self._select_alpha(X, Y, sample_weight, y_true, self.features)
+            sel["gamma"], sel["gamma_scores"], sel["gammas"] = None, None, None
+            return sel
+        if isinstance(self.gammas, str):
+            base = median_heuristic_gamma(X, self.features.get_params().get("kernel", "rbf"))
+            gammas = base * np.asarray(AUTO_GAMMA_FACTORS)
+        else:
+            gammas = _as_positive("gammas", self.gammas)
+        best, gamma_scores = None, []
+        for g in gammas:
+            sel = self._select_alpha(X, Y, sample_weight, y_true, clone(self.features).set_params(gamma=float(g)))
+            gamma_scores.append(float(np.mean(sel["best_score"])))
+            if best is None or gamma_scores[-1] > gamma_scores[best[0]]:
+                best = (len(gamma_scores) - 1, sel)
+        sel = best[1]
+        sel["gamma"], sel["gamma_scores"], sel["gammas"] = float(gammas[best[0]]), np.array(gamma_scores), gammas
+        return sel
+
+    def _select_alpha(self, X, Y, sample_weight, y_true, template):
+        """Choose alpha for the features of ``template`` (None: X itself); see ``_select``."""
+        alphas = _as_alphas(self.alphas)
+        N, K = Y.shape
+        A = alphas.size
+        n_threads = effective_n_threads(self.n_jobs)
+        features, Z, D = self._feature_source(X, template)
+        w = np.ones(N) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+        if not w.sum() > 0:
+            raise ValueError(f"{type(self).__name__} needs a positive total sample weight")
+        kernel = (Z is not None and not sp.issparse(Z) and N < D and self.cv is None and np.all(w > 0))
+        if kernel:
+            dec = self._kernel_decomposition(Z, Y, w)
+        else:
+            dec = self._gram_decomposition(self._blocks(X, Z, features, D), Y, w, D, n_threads)
+
+        per_target = bool(self.alpha_per_target) and K > 1
+        results = None
+        if self.cv == "gcv":
+            err = dec.gcv_errors(alphas)  # (K, A)
+            scores = -err if per_target else -err.mean(axis=0)
+            results = err
+        elif self.scoring is None:
+            sq = np.empty((N, K, A)) if self.store_cv_results else None
+            total = np.zeros((K, A))
+            for s, e, loo in self._loo_chunks(dec, alphas, self._blocks(X, Z, features, D), Y, w):
+                se = w[s:e, None, None] * loo**2
+                total += se.sum(axis=0)
+                if sq is not None:
+                    sq[s:e] = se
+            scores = -total / N if per_target else -total.sum(axis=0) / (N * K)
+            results = sq
+        else:
+            pred = np.empty((N, K, A))
+            for s, e, loo in self._loo_chunks(dec, alphas, self._blocks(X, Z, features, D), Y, w):
+                pred[s:e] = Y[s:e, :, None] - loo
+            # Weighted fits score with the weights, as scikit-learn's RidgeCV does.
+            params = {} if sample_weight is None else {"sample_weight": w}
+            scores = self._scores_with_scorer(pred, y_true, per_target, params)
+            results = pred
+
+        if per_target:
+            best = np.argmax(scores, axis=1)  # first best, like scikit-learn
+            alpha = alphas[best]
+            best_score = scores[np.arange(K), best]
+        else:
+            best = int(np.argmax(scores))
+            alpha = float(alphas[best])
+            best_score = float(scores[best])
+        col_alpha = alpha if per_target else np.full(K, alpha)
+        coef = dec.coef(col_alpha)
+        intercept = dec.y_mean - coef @ dec.mean if dec.centred else np.zeros(K)
+        return dict(alpha=alpha, best_score=best_score, coef=coef, intercept=intercept, results=results,
+                    features=features, dtype=X.dtype if Z is None or not hasattr(Z, "dtype") else Z.dtype)
+
+    def _store(self, sel, y_shape):
+        """Set the fitted attributes from ``_select``'s result (shapes as scikit-learn's RidgeCV)."""
+        dtype = np.float32 if sel["dtype"] == np.float32 else np.float64
+        coef = sel["coef"].astype(dtype)
+        one = y_shape in ("1d", "column")
+        self.alpha_ = sel["alpha"]
+        self.best_score_ = sel["best_score"]
+        self.coef_ = coef[0] if one else coef
+        if not self.fit_intercept:
+            self.intercept_ = 0.0
+        elif y_shape == "1d":
+            self.intercept_ = float(sel["intercept"][0])
+        else:
+            self.intercept_ = sel["intercept"].astype(dtype)
+        self._solution = None
+        for name in ("gamma_", "gammas_", "gamma_scores_"):
+            if hasattr(self, name):
+                delattr(self, name)
+        if sel["gamma"] is not None:
+            self.gamma_, self.gammas_, self.gamma_scores_ = sel["gamma"], sel["gammas"], sel["gamma_scores"]
+        if sel["features"] is not None:
+            self.features_ = sel["features"]
+        elif hasattr(self, "features_"):
+            del self.features_
+        if hasattr(self, "cv_results_"):
+            del self.cv_results_
+        if self.store_cv_results:
+            res = sel["results"]
+            if self.cv == "gcv":
+                self.cv_results_ = res[0] if y_shape == "1d" else res
+            else:
+                self.cv_results_ = res[:, 0, :] if y_shape == "1d" else res
+
+
+class RidgeCV(_RidgeCVMixin, RegressorMixin, _BaseRidge):
+    """Ridge regression with alpha chosen by efficient leave-one-out (or GCV), on features.
+
+    Every alpha is scored from one eigendecomposition — of the D × D
+    centred weighted Gram matrix of the features, or of the N × N kernel
+    matrix when X is a materialised dense matrix with fewer rows than
+    columns — by the closed forms of scikit-learn's ``RidgeCV``; the model
+    is then the ridge solution at the chosen alpha.
+
+    Parameters
+    ----------
+    alphas : array-like of float, default=(0.1, 1.0, 10.0)
+        Regularisation strengths to try, each finite and > 0.
+    features : randfeat feature map or None, default=None
+        E.g. ``RandomFourierFeatures(2000)``: cloned and fitted on X
+        (``features_``).  Dense features are streamed: the Gram matrix is
+        accumulated chunk by chunk and the leverages come from a second
+        streaming pass, so the N × D matrix is never held.  Sparse features
+        (binning) are materialised and densified a chunk at a time; their
+        width must be at most 10000.  None: X is the feature matrix.
+    gammas : array-like of float, "auto" or None, default=None
+        Kernel widths to choose from (needs ``features`` with a ``gamma``).
+        Each gamma's map is ``features`` with that gamma and the same
+        ``random_state`` (so its features are bit-identical to a map fitted
+        on its own), and alpha is chosen for each as above; the gamma with
+        the best score wins (``gamma_``, ``features_``).  Each gamma costs
+        its own passes over the data (two for leave-one-out, one for GCV).
+        ``"auto"``: γ_med · (0.1, 0.3, 1, 3, 10), γ_med = 1 / the median
+        pairwise squared Euclidean distance (L1 distance for the Laplacian
+        kernel) among at most 1000 rows drawn with seed 0.
+    cv : {None, "gcv"}, default=None
+        None: exact leave-one-out for every alpha.  ``"gcv"``: generalised
+        cross-validation (RSS/N)/(1 − dof/N)², from the eigenvalues and the
+        sufficient statistics alone (no second pass over the data).
+    scoring : str, callable or None, default=None
+        None: negated mean of w_i·e_i² over the leave-one-out residuals e
+        (scikit-learn's convention).  Otherwise a scikit-learn scorer name
+        or callable, applied to the leave-one-out predictions.
+    fit_intercept : bool, default=True
+        Fit an unpenalised intercept.
+    alpha_per_target : bool, default=False
+        With several targets, choose an alpha for each.
+    store_cv_results : bool, default=False
+        Keep ``cv_results_``.
+    chunk_size : int or None, default=None
+        Rows per chunk of features (None: as many as fit in 64 MiB).
+    verbose : int, default=0
+        Accepted for symmetry with ``Ridge``; nothing is printed yet.
+    n_jobs : int or None, default=None
+        Threads for the Gram accumulation.  Results do not depend on it.
+
+    Attributes
+    ----------
+    alpha_ : float or ndarray of shape (n_targets,)
+        The chosen alpha (per target with ``alpha_per_target``).
+    best_score_ : float or ndarray of shape (n_targets,)
+        Score of the chosen alpha (higher is better).
+    coef_ : ndarray of shape (n_features_out,) or (n_targets, n_features_out)
+    intercept_ : float or ndarray of shape (n_targets,)
+    cv_results_ : ndarray
+        With ``store_cv_results``: shape (n_samples, n_alphas) for 1-d y,
+        (n_samples, n_targets, n_alphas) otherwise, holding the weighted
+        squared leave-one-out errors (``scoring=None``) or the leave-one-out
+        predictions (a scorer); with ``cv="gcv"``, the GCV errors, shape
+        (n_alphas,) or (n_targets, n_alphas).
+    features_ : feature map
+        The fitted clone of ``features`` (only when ``features`` is given),
+        with the chosen gamma when ``gammas`` is given.
+    gamma_ : float
+        The chosen gamma (only with ``gammas``).
+    gammas_ : ndarray of shape (n_gammas,)
+        The gammas tried (resolves ``"auto"``; only with ``gammas``).
+    gamma_scores_ : ndarray of shape (n_gammas,)
+        Best score over the alphas at each gamma (mean over targets); the
+        ``cv_results_`` kept are those of the chosen gamma.
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        Only when X has string column names.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from randfeat import RidgeCV
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.standard_normal((100, 3)); y = X @ [1.0, 2.0, 3.0] + 0.1 * rng.standard_normal(100)
+    >>> model = RidgeCV(alphas=[1e-3, 1e-1, 10.0]).fit(X, y)
+    >>> model.alpha_, model.coef_.round(1)
+    (0.001, array([1., 2., 3.]))
+    """
+
+    _parameter_constraints = _RidgeCVMixin._parameter_constraints
+
+    @fit_context(prefer_skip_nested_validation=False)  # features= is fitted inside: let it validate itself
+    def fit(self, X, y, sample_weight=None):
+        """Choose alpha and fit the model at it.
+
+        Parameters
+        ----------
+        X : {array-like, CSR matrix} of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,) or (n_samples, n_targets)
+        sample_weight : array-like of shape (n_samples,), optional
+            Non-negative weights.
+
+        Returns
+        -------
+        self : RidgeCV
+        """
+        X, y, sample_weight = _validate_Xy(self, X, y, sample_weight)
+        Y = np.asarray(y, dtype=np.float64)
+        y_shape = "1d" if Y.ndim == 1 else ("column" if Y.shape[1] == 1 else "2d")
+        Y = Y.reshape(Y.shape[0], -1)
+        self._store(self._select(X, Y, sample_weight, Y), y_shape)
+        return self
+
+    def _scores_with_scorer(self, pred, y_true, per_target, params):
+        scorer = check_scoring(self, scoring=self.scoring)
+        A = pred.shape[2]
+        if per_target:
+            return np.array([[scorer(_IdentityRegressor(), pred[:, k, i], y_true[:, k], **params) for i in range(A)]
+                             for k in range(pred.shape[1])])
+        squeeze = y_true.shape[1] == 1
+        return np.array([scorer(_IdentityRegressor(), pred[:, 0, i] if squeeze else pred[:, :, i],
+                                y_true[:, 0] if squeeze else y_true, **params) for i in range(A)])
+
+    def predict(self, X):
+        """Predict with the model fitted at the chosen alpha.
+
+        Parameters
+        ----------
+        X : {array-like, CSR matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,) or (n_samples, n_targets)
+        """
+        _, out = self._decision(X)
+        return out[:, 0] if self.coef_.ndim == 1 else out
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True
+        return tags
+
+
+class RidgeClassifierCV(_RidgeCVMixin, RidgeClassifier):
+    """Ridge classifier (±1 targets, one-vs-rest) with alpha chosen by efficient leave-one-out.
+
+    The regression on the ±1 target columns of :class:`RidgeClassifier`,
+    with alpha chosen as in :class:`RidgeCV` (all columns share one alpha).
+
+    Parameters
+    ----------
+    alphas, features, gammas, cv, fit_intercept, store_cv_results, chunk_size, verbose, n_jobs
+        As in :class:`RidgeCV`.
+    scoring : str, callable or None, default=None
+        None: negated mean squared leave-one-out error on the ±1 target
+        columns (scikit-learn's convention).  Otherwise a scorer (e.g.
+        ``"accuracy"``) applied to the classes predicted from the
+        leave-one-out decision values.
+    alpha_per_target : bool, default=False
+        Must be False (a classifier's columns share one alpha); present so
+        the signature matches :class:`RidgeCV`.
+
+    Attributes
+    ----------
+    alpha_ : float
+    best_score_ : float
+    classes_ : ndarray of shape (n_classes,)
+    coef_ : ndarray of shape (n_features_out,) (two classes) or (n_classes, n_features_out)
+        As scikit-learn's ``RidgeClassifierCV`` (``RidgeClassifier`` keeps
+        (1, n_features_out) for two classes).
+    intercept_ : float or ndarray of shape (1,) or (n_classes,)
+    cv_results_ : ndarray of shape (n_samples, n_targets, n_alphas)
+        With ``store_cv_results`` (see :class:`RidgeCV`).
+    features_ : feature map (only when ``features`` is given)
+    gamma_, gammas_, gamma_scores_
+        As in :class:`RidgeCV` (only with ``gammas``).
+    n_features_in_ : int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from randfeat import RidgeClassifierCV
+    >>> X = np.array([[0.0], [1.0], [2.0], [3.0], [0.5], [2.5]]); y = [0, 0, 1, 1, 0, 1]
+    >>> RidgeClassifierCV(alphas=[1e-3, 1.0]).fit(X, y).predict([[0.2], [2.8]])
+    array([0, 1])
+    """
+
+    _parameter_constraints = _RidgeCVMixin._parameter_constraints
+
+    def _check_param_combinations(self):
+        super()._check_param_combinations()
+        if self.alpha_per_target:
+            raise InvalidParameterError(
+                "RidgeClassifierCV chooses one alpha for all its target columns: alpha_per_target must be False."
+            )
+
+    @fit_context(prefer_skip_nested_validation=False)  # features= is fitted inside: let it validate itself
+    def fit(self, X, y, sample_weight=None):
+        """Choose alpha and fit one-vs-rest ridge regressions on ±1 targets at it.
+
+        Parameters
+        ----------
+        X : {array-like, CSR matrix} of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,), optional
+
+        Returns
+        -------
+        self : RidgeClassifierCV
+        """
+        X, y, sample_weight = _validate_Xy(self, X, y, sample_weight)
+        check_classification_targets(y)
+        binarizer = LabelBinarizer(pos_label=1, neg_label=-1)
+        Y = np.asarray(binarizer.fit_transform(y), dtype=np.float64)
+        if len(binarizer.classes_) < 2:
+            raise ValueError(
+                f"RidgeClassifierCV needs samples of at least 2 classes in the data, "
+                f"but the data contains only one class: {binarizer.classes_[0]!r}"
+            )
+        self._pending_classes = binarizer.classes_
+        sel = self._select(X, Y, sample_weight, np.asarray(y))
+        del self._pending_classes
+        self._label_binarizer = binarizer
+        self.classes_ = binarizer.classes_
+        # Shapes as scikit-learn's RidgeClassifierCV: a binary problem's one column is ravelled.
+        self._store(sel, "column" if Y.shape[1] == 1 else "2d")
+        return self
+
+    def _scores_with_scorer(self, pred, y_true, per_target, params):
+        scorer = check_scoring(self, scoring=self.scoring)
+        est = _IdentityClassifier(self._pending_classes)
+        return np.array([scorer(est, pred[:, :, i], y_true, **params) for i in range(pred.shape[2])])
+
+
+class _IdentityRegressor(RegressorMixin, BaseEstimator):
+    """An already-"fitted" regressor whose predictions are its input (to score LOO predictions)."""
+
+    def predict(self, X):
+        return X
+
+
+class _IdentityClassifier(ClassifierMixin, BaseEstimator):
+    """A classifier whose decision values are its input (to score LOO decision values)."""
+
+    def __init__(self, classes):
+        self.classes = classes
+        self.classes_ = classes
+
+    def decision_function(self, X):
+        return X[:, 0] if X.shape[1] == 1 else X
+
+    def predict(self, X):
+        if X.shape[1] == 1:
+            return self.classes_[(X[:, 0] > 0).astype(int)]
+        return self.classes_[np.argmax(X, axis=1)]

@@ -1,0 +1,238 @@
+"""RidgeCV / RidgeClassifierCV: scikit-learn's RidgeCV as the oracle, streaming equals materialised, bad input."""
+
+import pickle
+
+import numpy as np
+import pytest
+import sklearn.linear_model as sklm
+from sklearn.base import clone
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.utils._param_validation import InvalidParameterError
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from randfeat import RandomFourierFeatures, RidgeClassifierCV, RidgeCV
+
+ALPHAS = np.array([1e-3, 1e-2, 0.1, 1.0, 10.0, 100.0])
+
+
+def rel(a, b):
+    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    return np.max(np.abs(a - b)) / max(np.max(np.abs(b)), 1e-300)
+
+
+def make_data(n, d, k, *, seed=0, offset=3.0):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d)) + offset
+    W = rng.standard_normal((d, k))
+    Y = X @ W + 0.5 * rng.standard_normal((n, k)) + 2.0
+    w = rng.uniform(0.2, 3.0, n)
+    return X, Y, w
+
+
+@pytest.mark.parametrize("n,d", [(60, 8), (15, 40)])  # N > D (Gram path), N < D (kernel path)
+@pytest.mark.parametrize("k", [1, 3])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("fit_intercept", [True, False])
+@pytest.mark.parametrize("gcv_mode", ["svd", "eigen"])
+def test_matches_sklearn_ridgecv(n, d, k, weighted, fit_intercept, gcv_mode):
+    X, Y, w = make_data(n, d, k)
+    y = Y[:, 0] if k == 1 else Y
+    sw = w if weighted else None
+    ours = RidgeCV(ALPHAS, fit_intercept=fit_intercept, store_cv_results=True).fit(X, y, sample_weight=sw)
+    ref = sklm.RidgeCV(ALPHAS, fit_intercept=fit_intercept, store_cv_results=True, gcv_mode=gcv_mode)
+    ref.fit(X, y, sample_weight=sw)
+    assert ours.alpha_ == ref.alpha_
+    assert ours.cv_results_.shape == ref.cv_results_.shape
+    assert rel(ours.cv_results_, ref.cv_results_) < 1e-8
+    assert rel(ours.best_score_, ref.best_score_) < 1e-8
+    assert np.shape(ours.coef_) == np.shape(ref.coef_)
+    assert rel(ours.coef_, ref.coef_) < 1e-8
+    assert rel(ours.intercept_, ref.intercept_) < 1e-8 or np.all(np.asarray(ref.intercept_) == 0)
+    assert np.shape(ours.intercept_) == np.shape(ref.intercept_)
+
+
+@pytest.mark.parametrize("n,d", [(60, 8), (15, 40)])
+def test_alpha_per_target_and_scorer_match_sklearn(n, d):
+    X, Y, w = make_data(n, d, 3, seed=1)
+    Y[:, 1] *= 0.01  # a target whose best alpha differs
+    for kwargs in ({"alpha_per_target": True}, {"scoring": "r2", "alpha_per_target": True},
+                   {"scoring": "neg_mean_absolute_error"}):
+        ours = RidgeCV(ALPHAS, store_cv_results=True, **kwargs).fit(X, Y, sample_weight=w)
+        ref = sklm.RidgeCV(ALPHAS, store_cv_results=True, **kwargs).fit(X, Y, sample_weight=w)
+        np.testing.assert_array_equal(ours.alpha_, ref.alpha_)
+        assert rel(ours.best_score_, ref.best_score_) < 1e-8
+        assert ours.cv_results_.shape == ref.cv_results_.shape
+        assert rel(ours.cv_results_, ref.cv_results_) < 1e-8
+        assert rel(ours.coef_, ref.coef_) < 1e-8
+
+
+@pytest.mark.parametrize("n,d", [(80, 6), (20, 30)])
+@pytest.mark.parametrize("n_classes", [2, 3])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_classifier_matches_sklearn(n, d, n_classes, weighted):
+    rng = np.random.default_rng(2)
+    X = rng.standard_normal((n, d))
+    y = np.argmax(X[:, :n_classes] + 0.7 * rng.standard_normal((n, n_classes)), axis=1)
+    sw = rng.uniform(0.5, 2.0, n) if weighted else None
+    ours = RidgeClassifierCV(ALPHAS, store_cv_results=True).fit(X, y, sample_weight=sw)
+    ref = sklm.RidgeClassifierCV(ALPHAS, store_cv_results=True).fit(X, y, sample_weight=sw)
+    assert ours.alpha_ == ref.alpha_
+    assert rel(ours.best_score_, ref.best_score_) < 1e-8
+    assert ours.cv_results_.shape == ref.cv_results_.shape
+    assert rel(ours.cv_results_, ref.cv_results_) < 1e-8
+    assert np.shape(ours.intercept_) == np.shape(ref.intercept_)
+    assert np.shape(ours.coef_) == np.shape(ref.coef_)
+    assert rel(ours.coef_, ref.coef_) < 1e-8
+    np.testing.assert_array_equal(ours.predict(X), ref.predict(X))
+    acc = RidgeClassifierCV(ALPHAS, scoring="accuracy").fit(X, y, sample_weight=sw)
+    ref_acc = sklm.RidgeClassifierCV(ALPHAS, scoring="accuracy").fit(X, y, sample_weight=sw)
+    if n_classes > 2:  # binary: scikit-learn argmaxes a single column (always class 0), we threshold at 0
+        assert acc.alpha_ == ref_acc.alpha_
+        assert rel(acc.best_score_, ref_acc.best_score_) < 1e-12
+
+
+def loo_by_refitting(X, y, w, alpha):
+    """Squared leave-one-out errors w_i e_i² by N refits with scikit-learn's Ridge (the definition)."""
+    out = np.empty(len(y))
+    for i in range(len(y)):
+        keep = np.arange(len(y)) != i
+        m = sklm.Ridge(alpha=alpha).fit(X[keep], y[keep], sample_weight=w[keep])
+        out[i] = w[i] * (y[i] - m.predict(X[i : i + 1])[0]) ** 2
+    return out
+
+
+@pytest.mark.parametrize("n,d", [(30, 5), (12, 25)])
+def test_leave_one_out_is_refitting(n, d):
+    X, Y, w = make_data(n, d, 1, seed=3)
+    m = RidgeCV([0.5, 5.0], store_cv_results=True).fit(X, Y[:, 0], sample_weight=w)
+    for j, a in enumerate([0.5, 5.0]):
+        assert rel(m.cv_results_[:, j], loo_by_refitting(X, Y[:, 0], w, a)) < 1e-8
+
+
+@pytest.mark.parametrize("chunk_size", [7, 50, 1000])
+@pytest.mark.parametrize("cv", [None, "gcv"])
+def test_streamed_features_equal_materialised(chunk_size, cv):
+    X, Y, w = make_data(150, 4, 2, seed=4, offset=0.0)
+    fm = RandomFourierFeatures(40, gamma=0.3, random_state=0)
+    Z = fm.fit_transform(X)
+    streamed = RidgeCV(ALPHAS, features=fm, cv=cv, store_cv_results=True, chunk_size=chunk_size)
+    streamed.fit(X, Y, sample_weight=w)
+    dense = RidgeCV(ALPHAS, cv=cv, store_cv_results=True).fit(Z, Y, sample_weight=w)
+    assert streamed.alpha_ == dense.alpha_
+    assert rel(streamed.cv_results_, dense.cv_results_) < 1e-10
+    assert rel(streamed.coef_, dense.coef_) < 1e-10
+    assert rel(streamed.intercept_, dense.intercept_) < 1e-10
+    assert rel(streamed.predict(X), dense.predict(Z)) < 1e-10
+
+
+def test_gcv_is_the_textbook_formula():
+    X, Y, w = make_data(40, 6, 1, seed=5)
+    m = RidgeCV(ALPHAS, cv="gcv", store_cv_results=True).fit(X, Y[:, 0], sample_weight=w)
+    for j, a in enumerate(ALPHAS):
+        Xc = X - np.average(X, axis=0, weights=w)
+        yc = Y[:, 0] - np.average(Y[:, 0], weights=w)
+        sq = np.sqrt(w)
+        Xt = sq[:, None] * Xc
+        H = Xt @ np.linalg.solve(Xt.T @ Xt + a * np.eye(6), Xt.T)
+        rss = np.sum((sq * yc - H @ (sq * yc)) ** 2)
+        dof = np.trace(H) + 1
+        assert rel(m.cv_results_[j], (rss / 40) / (1 - dof / 40) ** 2) < 1e-10
+    assert m.alpha_ == ALPHAS[np.argmin(m.cv_results_)]
+
+
+def test_clone_pickle_pipeline():
+    X, Y, _ = make_data(50, 5, 1, seed=6)
+    est = RidgeCV(ALPHAS, features=RandomFourierFeatures(30, random_state=1))
+    pipe = make_pipeline(StandardScaler(), est).fit(X, Y[:, 0])
+    again = pickle.loads(pickle.dumps(pipe))
+    np.testing.assert_array_equal(again.predict(X), pipe.predict(X))
+    c = clone(est)
+    np.testing.assert_array_equal(c.get_params()["alphas"], est.alphas)
+    assert not hasattr(c, "coef_") and not hasattr(c, "alpha_")
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"alphas": []}, "at least one"),
+        ({"alphas": [1.0, 0.0]}, "> 0"),
+        ({"alphas": [1.0, -2.0]}, "> 0"),
+        ({"alphas": [np.nan]}, "> 0"),
+        ({"alphas": 0.0}, "alphas"),
+        ({"cv": 1}, "cv"),
+        ({"cv": 5}, "not implemented"),
+        ({"scoring": "no_such_scorer"}, "scoring"),
+        ({"cv": "gcv", "scoring": "r2"}, "gcv"),
+    ],
+)
+def test_bad_parameters(kwargs, match):
+    X, Y, _ = make_data(20, 3, 1)
+    with pytest.raises(InvalidParameterError, match=match):
+        RidgeCV(**kwargs).fit(X, Y[:, 0])
+
+
+def test_classifier_rejects_alpha_per_target_and_failed_fit_keeps_model():
+    X, Y, _ = make_data(30, 3, 1)
+    y = (Y[:, 0] > np.median(Y[:, 0])).astype(int)
+    m = RidgeClassifierCV().fit(X, y)
+    coef = m.coef_.copy()
+    m.set_params(alpha_per_target=True)
+    with pytest.raises(InvalidParameterError, match="alpha_per_target"):
+        m.fit(X, 1 - y)
+    np.testing.assert_array_equal(m.coef_, coef)
+    with pytest.raises(ValueError, match="only one class"):
+        RidgeClassifierCV().fit(X, np.zeros(30))
+
+
+# Weighting a row by 2 is not the same as repeating it under leave-one-out
+# (the repeat stays in the training set), as for scikit-learn's RidgeCV.
+_EXPECTED_FAILED = {"check_sample_weight_equivalence_on_dense_data": "LOO: weight 2 is not a repeated row",
+                    "check_sample_weight_equivalence_on_sparse_data": "LOO: weight 2 is not a repeated row"}
+
+
+@parametrize_with_checks([RidgeCV(), RidgeClassifierCV()], expected_failed_checks=lambda est: _EXPECTED_FAILED)
+def test_sklearn_compatible(estimator, check):
+    check(estimator)
+
+
+def test_gamma_path_equals_separate_fits():
+    X, Y, w = make_data(120, 3, 1, seed=7, offset=0.0)
+    y = np.sin(X[:, 0]) + 0.1 * Y[:, 0]
+    gammas = [0.01, 0.1, 1.0, 10.0]
+    fm = RandomFourierFeatures(50, random_state=3)
+    m = RidgeCV(ALPHAS, features=fm, gammas=gammas).fit(X, y, sample_weight=w)
+    assert m.gamma_ in gammas and m.features_.gamma == m.gamma_
+    separate = [RidgeCV(ALPHAS, features=clone(fm).set_params(gamma=g)).fit(X, y, sample_weight=w) for g in gammas]
+    np.testing.assert_allclose(m.gamma_scores_, [s.best_score_ for s in separate], rtol=1e-12)
+    assert m.gamma_ == gammas[int(np.argmax(m.gamma_scores_))]
+    alone = clone(fm).set_params(gamma=m.gamma_).fit(X)
+    np.testing.assert_array_equal(m.features_.transform(X), alone.transform(X))  # bit-identical
+    from randfeat import Ridge
+
+    ridge = Ridge(alpha=m.alpha_, features=clone(fm).set_params(gamma=m.gamma_)).fit(X, y, sample_weight=w)
+    assert rel(m.coef_, ridge.coef_) < 1e-10
+    assert rel(m.intercept_, ridge.intercept_) < 1e-10
+
+
+def test_auto_gammas_are_the_documented_grid():
+    X, Y, _ = make_data(60, 4, 1, seed=8, offset=0.0)
+    m = RidgeCV(ALPHAS, features=RandomFourierFeatures(20, random_state=0), gammas="auto").fit(X, Y[:, 0])
+    d2 = ((X[:, None, :] - X[None, :, :]) ** 2).sum(-1)[np.triu_indices(60, 1)]
+    np.testing.assert_allclose(m.gammas_, np.array([0.1, 0.3, 1.0, 3.0, 10.0]) / np.median(d2), rtol=1e-12)
+    assert m.gamma_ in m.gammas_
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"gammas": []}, "at least one"),
+        ({"gammas": [1.0, -1.0]}, "> 0"),
+        ({"gammas": [1.0], "features": None}, "gamma"),
+    ],
+)
+def test_bad_gammas(kwargs, match):
+    X, Y, _ = make_data(20, 3, 1)
+    kwargs = {"features": RandomFourierFeatures(10, random_state=0), **kwargs}
+    with pytest.raises(InvalidParameterError, match=match):
+        RidgeCV(**kwargs).fit(X, Y[:, 0])
