@@ -10,7 +10,12 @@ Preconditioner (``_precond.py``): Jacobi, diag(Z_cᵀ W Z_c) + α, except on
 the block of the heaviest columns of a sparse Z, which is inverted exactly
 (for binning features each grid's block of ZᵀZ is diagonal, but the blocks
 *between* grids couple strongly where bins are crowded, and Jacobi alone
-leaves CG 2-3× more iterations).
+leaves CG 2-3× more iterations); or, at small α on sparse Z, a randomized
+Nyström preconditioner (``_nystrom.py``) built once per Z.
+
+``cg_ridge_path`` solves a list of alphas on one Z, largest first, each
+warm-started from the previous solution, with one Nyström build for all:
+the entry point for model selection.
 
 Precision: the iterates live in Z's dtype (float32 stays float32, halving
 memory traffic); the kernels accumulate every product in float64, and the
@@ -23,13 +28,15 @@ products.
 
 import time
 import warnings
+from typing import NamedTuple
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from ._cg_fast import n_blocks, update_p, update_xr
 from ._normal import NormalOperator
-from ._precond import jacobi_block_preconditioner
+from ._nystrom import DEFAULT_MEMORY_BUDGET
+from ._precond import make_preconditioner
 
 
 def _colwise_dot(A, B):
@@ -42,7 +49,42 @@ def default_max_iter(n_features):
     return int(min(max(10 * n_features, 100), 10_000))
 
 
-def cg_ridge(ops, Y, sample_weight, alpha, *, fit_intercept, tol, max_iter, log=None):
+class _CGSolution(NamedTuple):
+    coef: np.ndarray
+    intercept: np.ndarray
+    n_iter: np.ndarray
+    residual: np.ndarray
+
+
+class CGResult(_CGSolution):
+    """What ``cg_ridge`` returns (``cg_ridge_path`` returns one per alpha).
+
+    Unpacks as the 4-tuple ``coef, intercept, n_iter, residual``; the
+    preconditioner used is in the attributes ``preconditioner`` and
+    ``nystrom_rank``.
+
+    Parameters
+    ----------
+    coef : ndarray (K, D), Z's dtype
+    intercept : ndarray (K,), float64
+    n_iter : ndarray (K,), int
+    residual : ndarray (K,), float64
+        Relative residual ‖r_k‖ / ‖b_k‖ reached.
+    preconditioner : str
+        What M was ("Jacobi", "randomized Nyström, rank r (sketch ℓ)", ...).
+    nystrom_rank : int or None
+        Rank of the Nyström preconditioner, None when another was used.
+    """
+
+    def __new__(cls, coef, intercept, n_iter, residual, preconditioner, nystrom_rank):
+        self = super().__new__(cls, coef, intercept, n_iter, residual)
+        self.preconditioner = preconditioner
+        self.nystrom_rank = nystrom_rank
+        return self
+
+
+def cg_ridge(ops, Y, sample_weight, alpha, *, fit_intercept, tol, max_iter, log=None, preconditioner="auto",
+             nystrom_rank=None, memory_budget=DEFAULT_MEMORY_BUDGET):
     """Solve ridge for all columns of Y by preconditioned block CG.
 
     Parameters
@@ -59,22 +101,90 @@ def cg_ridge(ops, Y, sample_weight, alpha, *, fit_intercept, tol, max_iter, log=
         None → ``default_max_iter(D)``.
     log : callable or None
         Called with a progress message (verbose mode).
+    preconditioner : {"auto", "jacobi", "nystrom"}
+        "jacobi": Jacobi plus the exact heavy-column block; "nystrom":
+        randomized Nyström (needs alpha > 0, else Jacobi); "auto": Nyström
+        on sparse Z at small alpha (``_precond.wants_nystrom``).
+    nystrom_rank : int or None
+        Nyström sketch size; None chooses it automatically.
+    memory_budget : int
+        Bytes the Nyström build may use (``_nystrom`` module docstring).
 
     Returns
     -------
-    coef : ndarray (K, D), Z's dtype
-    intercept : ndarray (K,), float64
-    n_iter : ndarray (K,), int
-    residual : ndarray (K,), float64, relative residual reached
+    CGResult
     """
+    return cg_ridge_path(ops, Y, sample_weight, [alpha], fit_intercept=fit_intercept, tol=tol, max_iter=max_iter,
+                         log=log, preconditioner=preconditioner, nystrom_rank=nystrom_rank,
+                         memory_budget=memory_budget)[0]
+
+
+def cg_ridge_path(ops, Y, sample_weight, alphas, *, fit_intercept, tol, max_iter, log=None, preconditioner="auto",
+                  nystrom_rank=None, memory_budget=DEFAULT_MEMORY_BUDGET):
+    """Solve ridge on one Z for every alpha of a list: the entry point for model selection.
+
+    The normal operator (centring, weights) is set up once; the alphas are
+    solved from the largest to the smallest, each warm-started from the
+    previous solution; a Nyström preconditioner, when chosen, is built once
+    (for the smallest alpha, whose rank serves all larger ones) and reused.
+    Results come back in the order of ``alphas``.  Each result is what a
+    separate ``cg_ridge`` call with that alpha would reach to ``tol`` (the
+    iterates differ: warm start, shared preconditioner).
+
+    Parameters
+    ----------
+    ops : FeatureOperator
+        Products with the feature matrix Z (N × D).
+    Y : ndarray (N, K), float64
+    sample_weight : ndarray (N,) float64, or None for unit weights
+    alphas : sequence of float >= 0
+    fit_intercept : bool
+    tol : float > 0
+        Relative residual at which a target stops, for every alpha.
+    max_iter : int or None
+        Per alpha; None → ``default_max_iter(D)``.
+    log : callable or None
+        Called with progress messages (verbose mode).
+    preconditioner : {"auto", "jacobi", "nystrom"}
+        As in ``cg_ridge``; "auto" decides on the smallest positive alpha
+        and then uses Nyström for every positive alpha of the path.
+    nystrom_rank : int or None
+        Nyström sketch size; None chooses it automatically.
+    memory_budget : int
+        Bytes the Nyström build may use.
+
+    Returns
+    -------
+    list of CGResult
+        One per alpha, in the order given.
+    """
+    alphas = [float(a) for a in alphas]
     normal = NormalOperator(ops, sample_weight, fit_intercept)
     B, ybar = normal.rhs(Y)
-    preconditioner = jacobi_block_preconditioner(normal, alpha)
-    if log is not None and preconditioner.correction is not None:
-        log(f"CG preconditioner: {preconditioner.description}")
-    _warn_if_alpha_below_tolerance(normal, alpha, tol)
-    X, n_iter, residual = block_cg(normal, B, alpha, preconditioner, tol=tol, max_iter=max_iter, log=log)
-    return np.ascontiguousarray(X.T), normal.intercept(X, ybar), n_iter, residual
+    if alphas:
+        _warn_if_alpha_below_tolerance(normal, min(alphas), tol)
+    order = sorted(range(len(alphas)), key=lambda i: -alphas[i])
+    positive = [a for a in alphas if a > 0]
+    factors = None
+    if positive:
+        # Decide (and build) once, on the smallest positive alpha.
+        _, factors = make_preconditioner(normal, min(positive), preconditioner, rank=nystrom_rank,
+                                         memory_budget=memory_budget, log=log)
+    results = [None] * len(alphas)
+    X = None
+    for i in order:
+        alpha = alphas[i]
+        if factors is not None and alpha > 0:
+            M, _ = make_preconditioner(normal, alpha, factors=factors)
+        else:
+            M, _ = make_preconditioner(normal, alpha, "jacobi")
+        if log is not None and M.correction is not None:
+            log(f"CG preconditioner (alpha={alpha:g}): {M.description}")
+        X, n_iter, residual = block_cg(normal, B, alpha, M, tol=tol, max_iter=max_iter, log=log, X0=X)
+        rank = factors.rank if (factors is not None and alpha > 0) else None
+        results[i] = CGResult(np.ascontiguousarray(X.T), normal.intercept(X, ybar), n_iter, residual,
+                              M.description, rank)
+    return results
 
 
 def _warn_if_alpha_below_tolerance(normal, alpha, tol):
@@ -102,7 +212,7 @@ def _warn_if_alpha_below_tolerance(normal, alpha, tol):
         )
 
 
-def block_cg(normal, B, alpha, preconditioner, *, tol, max_iter, log=None):
+def block_cg(normal, B, alpha, preconditioner, *, tol, max_iter, log=None, X0=None):
     """Solve (A + αI) X = B column by column, all columns in one block iteration.
 
     Parameters
@@ -118,6 +228,8 @@ def block_cg(normal, B, alpha, preconditioner, *, tol, max_iter, log=None):
     max_iter : int or None
         None → ``default_max_iter(D)``.
     log : callable or None
+    X0 : ndarray (D, K) or None
+        Starting point (a warm start); None starts from zero.
 
     Returns
     -------
@@ -136,13 +248,19 @@ def block_cg(normal, B, alpha, preconditioner, *, tol, max_iter, log=None):
     inv_diag = preconditioner.inv_diag
 
     b_norm = np.sqrt(_colwise_dot(B, B))
-    X = np.zeros((D, K), dtype=dtype)
-    R = np.ascontiguousarray(B)
+    if X0 is None:
+        X = np.zeros((D, K), dtype=dtype)
+        R = np.array(B, order="C")  # a copy: B is reused across the alphas of a path
+    else:
+        X = np.array(X0, dtype=dtype, order="C")
+        AX, _ = normal.apply(X, alpha)
+        R = np.ascontiguousarray(B - AX)
     Zr = (R * inv_diag[:, None]).astype(dtype)
     rz = _colwise_dot(R, Zr) + preconditioner.correct(R, Zr)
-    active = b_norm > 0
+    residual = np.sqrt(_colwise_dot(R, R)) / np.where(b_norm > 0, b_norm, 1.0)
+    # A warm start may already be there; a cold start always takes a step.
+    active = (b_norm > 0) & ((X0 is None) | (residual > tol))
     P = Zr * active.astype(dtype)  # finished targets get a zero direction
-    residual = np.where(active, 1.0, 0.0)
     n_iter = np.zeros(K, dtype=np.intp)
     breakdown = np.zeros(K, dtype=bool)
 

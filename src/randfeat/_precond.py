@@ -31,16 +31,23 @@ of the sparse products (``max_block_size``).  It is the classical treatment
 of dense columns in sparse least squares, in its simplest (block-Jacobi)
 form.
 
+``make_preconditioner`` chooses between this and the randomized Nyström
+preconditioner (``_nystrom.py``), which also treats the kernel's own
+spectrum and so keeps CG's iteration count low as α falls.
+
 Only operators with ``Capability.GRAM_BLOCK`` (sparse Z) get the block: for
 dense Z the block's Gram costs N·h² flops, as much as the Cholesky solver's
 Gram would.  Without ``Capability.COLUMN_STATISTICS`` there is no diagonal
 either and M = I.
 """
 
+import time
+
 import numpy as np
 import scipy.linalg
 
 from ._linops import Capability
+from ._nystrom import DEFAULT_MEMORY_BUDGET, build_nystrom
 from ._threads import single_threaded_blas
 
 #: A column is "heavy" when Jacobi leaves its difference directions at an
@@ -50,6 +57,15 @@ HEAVY_RATIO = 4.0
 MAX_BLOCK = 2048
 #: Below this many heavy columns the block is not worth its setup.
 MIN_BLOCK = 32
+#: ``preconditioner="auto"`` picks Nyström on sparse Z when α <= this · mean(diag A):
+#: there Jacobi's iteration count grows like 1/√α (the kernel's spectrum), and
+#: above it the Jacobi + block preconditioner already converges in tens of iterations.
+NYSTROM_ALPHA_FRACTION = 0.1
+#: ... and when Z has at least this many columns: below, Jacobi CG is cheap
+#: whatever α is, and a small test problem keeps showing CG's own behaviour.
+NYSTROM_MIN_FEATURES = 1000
+#: Values of the ``preconditioner`` option.
+PRECONDITIONERS = ("auto", "jacobi", "nystrom")
 
 
 def max_block_size(nnz):
@@ -209,3 +225,99 @@ def jacobi_block_preconditioner(normal, alpha):
     # fused update's Σ R∘Zr leaves them out (block.apply returns theirs).
     inv_diag[block.columns] = 0.0
     return Preconditioner(inv_diag, block, f"Jacobi + exact block on the {len(block.columns)} heaviest columns")
+
+
+def nystrom_preconditioner(factors, alpha):
+    """Return the ``Preconditioner`` applying the Nyström factors for A + αI.
+
+    Parameters
+    ----------
+    factors : NystromFactors
+        Built once per normal operator (``_nystrom.build_nystrom``).
+    alpha : float > 0
+
+    Returns
+    -------
+    Preconditioner
+        ``inv_diag`` is zero: the correction sets every row.
+    """
+    D = factors.U.shape[0]
+    return Preconditioner(
+        np.zeros(D),
+        factors.correction(alpha),
+        f"randomized Nyström, rank {factors.rank} (sketch {factors.sketch_size})",
+    )
+
+
+#: Whether ``"auto"`` may choose Nyström.  Off: measured on a 5000-row,
+#: 26-class binning problem (D = 25508) at alpha = 1e-2, Nyström cut CG's
+#: iterations 12× (407 → 33) but its build (rank 1315, at the memory cap)
+#: made the fit 2.7× slower (71.7 s vs 27.0 s).  Until the build is cheaper,
+#: Nyström is opt-in (``preconditioner="nystrom"`` in ``cg_ridge`` /
+#: ``cg_ridge_path``) and "auto" means the Jacobi + heavy-block preconditioner.
+AUTO_PICKS_NYSTROM = False
+
+
+def wants_nystrom(normal, alpha, kind):
+    """Decide whether ``kind`` ("auto", "jacobi" or "nystrom") means Nyström for this operator and α.
+
+    Parameters
+    ----------
+    normal : NormalOperator
+    alpha : float
+    kind : str
+
+    Returns
+    -------
+    bool
+        Nyström needs α > 0 (its P⁻¹ divides by λ_ℓ + α); "auto" takes it
+        only when ``AUTO_PICKS_NYSTROM`` (off, see there), and then on
+        sparse Z (``Capability.GRAM_BLOCK``) with at least ``NYSTROM_MIN_FEATURES``
+        columns when α <= ``NYSTROM_ALPHA_FRACTION`` · mean(diag A).
+    """
+    if kind not in PRECONDITIONERS:
+        raise ValueError(f"preconditioner must be one of {PRECONDITIONERS}, got {kind!r}")
+    if alpha <= 0 or kind == "jacobi":
+        return False
+    if kind == "nystrom":
+        return True
+    if not AUTO_PICKS_NYSTROM:
+        return False
+    if not normal.ops.has(Capability.GRAM_BLOCK) or normal.shape[1] < NYSTROM_MIN_FEATURES:
+        return False
+    diag = normal.diagonal()
+    return diag is not None and alpha <= NYSTROM_ALPHA_FRACTION * float(np.mean(np.maximum(diag, 0.0)))
+
+
+def make_preconditioner(normal, alpha, kind="auto", *, rank=None, memory_budget=DEFAULT_MEMORY_BUDGET,
+                        factors=None, log=None):
+    """Return (Preconditioner, NystromFactors or None) for ``normal`` + αI.
+
+    Parameters
+    ----------
+    normal : NormalOperator
+    alpha : float
+    kind : {"auto", "jacobi", "nystrom"}
+        See ``wants_nystrom``.
+    rank : int or None
+        Nyström sketch size; None chooses it (``_nystrom.build_nystrom``).
+    memory_budget : int
+        Bytes the Nyström build may use.
+    factors : NystromFactors or None
+        Factors already built on ``normal`` (reused, not rebuilt).
+    log : callable or None
+
+    Returns
+    -------
+    preconditioner : Preconditioner
+    factors : NystromFactors or None
+    """
+    if factors is None and not wants_nystrom(normal, alpha, kind):
+        return jacobi_block_preconditioner(normal, alpha), None
+    if factors is None:
+        t0 = time.perf_counter()
+        factors = build_nystrom(normal, alpha, rank=rank, memory_budget=memory_budget, log=log)
+        if log is not None:
+            log(f"Nyström preconditioner: rank {factors.rank} from {factors.n_products} sketch passes, "
+                f"built in {time.perf_counter() - t0:.2f} s")
+    return nystrom_preconditioner(factors, alpha), factors

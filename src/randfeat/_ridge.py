@@ -71,6 +71,7 @@ class _Fit(NamedTuple):
     residual: np.ndarray | None
     solution: RidgeSolution | None  # the Cholesky solution (factor, noise), None for CG
     features: RandomFeatureMap | None  # the fitted clone of ``features``
+    preconditioner: str | None = None  # CG's preconditioner, None for Cholesky
 
 
 class _BaseRidge(ValidatedParamsMixin, BaseEstimator):
@@ -162,6 +163,7 @@ class _BaseRidge(ValidatedParamsMixin, BaseEstimator):
         self.solver_ = fit.solver
         self.n_iter_ = fit.n_iter
         self.relative_residual_ = fit.residual
+        self.preconditioner_ = fit.preconditioner
         self._solution = fit.solution
         if fit.features is not None:
             self.features_ = fit.features
@@ -201,7 +203,7 @@ class _BaseRidge(ValidatedParamsMixin, BaseEstimator):
     def _fit_cg(self, features, Z, Y, sample_weight, n_threads):
         ops = make_products(Z, n_threads)
         try:
-            coef, intercept, n_iter, residual = cg_ridge(
+            result = cg_ridge(
                 ops,
                 Y,
                 sample_weight,
@@ -213,13 +215,15 @@ class _BaseRidge(ValidatedParamsMixin, BaseEstimator):
             )
         finally:
             ops.close()
+        coef, intercept = result.coef, result.intercept
         if not (np.all(np.isfinite(coef)) and np.all(np.isfinite(intercept))):
             raise ValueError(
                 f"{type(self).__name__}: the CG solution overflowed float64: the features or the targets "
                 "are too large in magnitude (values of about 1e154 or more square to infinity). Rescale X "
                 "and y, e.g. with sklearn.preprocessing.StandardScaler, before fitting."
             )
-        return _Fit("cg", coef.astype(Z.dtype, copy=False), intercept.astype(Z.dtype), n_iter, residual, None, features)
+        return _Fit("cg", coef.astype(Z.dtype, copy=False), intercept.astype(Z.dtype), result.n_iter,
+                    result.residual, None, features, result.preconditioner)
 
     def _chunks(self, n_rows, n_features, itemsize):
         step = self.chunk_size or _default_chunk_rows(n_features, itemsize)
@@ -465,6 +469,9 @@ class Ridge(RegressorMixin, _PartialFitMixin, _BaseRidge):
         CG relative residual reached per target; None for Cholesky.
     solver_ : str
         Solver used ("cholesky" or "cg").
+    preconditioner_ : str or None
+        CG's preconditioner, e.g. "Jacobi" or "randomized Nyström, rank r
+        (sketch ℓ)" (sparse Z at small alpha); None for Cholesky.
     noise_variance_ : float, ndarray of shape (n_targets,), or None
         Estimated noise variance σ² = Σ w r² / (N − dof) with effective
         degrees of freedom dof = tr(Z_c (Z_cᵀWZ_c + αI)⁻¹ Z_cᵀ W) (+1 for
@@ -648,6 +655,7 @@ class RidgeClassifier(ClassifierMixin, _PartialFitMixin, _BaseRidge):
         CG iterations per target column; 1 for Cholesky.
     relative_residual_ : ndarray or None
     solver_ : str
+    preconditioner_ : str or None
     features_ : feature map (only when ``features`` is given)
     n_features_in_ : int
 
