@@ -312,7 +312,7 @@ def fit_ridge(est, X, y, sample_weight):
                 f"but the data contains only one class: {binarizer.classes_[0]!r}"
             )
         K = 1 if len(binarizer.classes_) == 2 else len(binarizer.classes_)
-        y_shape = "2d"
+        y_shape = "binary" if K == 1 else "2d"
     else:
         binarizer = None
         K = 1 if y.ndim == 1 else y.shape[1]

@@ -32,6 +32,7 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, clone
 from sklearn.preprocessing import LabelBinarizer
 from sklearn.utils._param_validation import StrOptions
+from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_array, check_consistent_length, check_is_fitted, column_or_1d
 
@@ -668,6 +669,10 @@ class RidgeClassifier(ClassifierMixin, _PartialFitMixin, _BaseRidge):
     array([0, 1])
     """
 
+    #: Subclasses that choose hyper-parameters by refitting (RidgeClassifierCV)
+    #: cannot update from a block: ``partial_fit`` is then absent.
+    _supports_partial_fit = True
+
     @fit_context(prefer_skip_nested_validation=False)  # features= is fitted inside: let it validate itself
     def fit(self, X, y, sample_weight=None):
         """Fit one-vs-rest ridge regressions on ±1 targets.
@@ -700,6 +705,7 @@ class RidgeClassifier(ClassifierMixin, _PartialFitMixin, _BaseRidge):
         self._store_fit(fit, "binary" if binary else "2d")
         return self
 
+    @available_if(lambda est: est._supports_partial_fit)
     def partial_fit(self, X, y, classes=None, sample_weight=None):
         """Update the classifier with a block of rows: exactly ``fit`` on all the blocks seen so far.
 
@@ -757,7 +763,7 @@ class RidgeClassifier(ClassifierMixin, _PartialFitMixin, _BaseRidge):
             fit = self._partial_update(first, Xv, Y, w)
             self._label_binarizer = binarizer
             self.classes_ = binarizer.classes_
-            self._store_fit(fit, "2d")
+            self._store_fit(fit, "binary" if len(binarizer.classes_) == 2 else "2d")
 
         return self._partial_fit_transaction(update)
 

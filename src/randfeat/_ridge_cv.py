@@ -597,6 +597,8 @@ class RidgeClassifierCV(_RidgeCVMixin, RidgeClassifier):
     array([0, 1])
     """
 
+    _supports_partial_fit = False  # alpha (and gamma) are chosen on all the rows at once
+
     _parameter_constraints = _RidgeCVMixin._parameter_constraints
 
     def _check_param_combinations(self):
