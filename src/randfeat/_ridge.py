@@ -310,6 +310,22 @@ class _BaseRidge(ValidatedParamsMixin, BaseEstimator):
         return tags
 
 
+def _pm1_targets(y, name):
+    """Return (binarizer, Y): the ±1 target columns of labels y (one column for two classes).
+
+    Raises a ValueError naming ``name`` when y holds fewer than two classes.
+    """
+    check_classification_targets(y)
+    binarizer = LabelBinarizer(pos_label=1, neg_label=-1)
+    Y = np.asarray(binarizer.fit_transform(y), dtype=np.float64)
+    if len(binarizer.classes_) < 2:
+        raise ValueError(
+            f"{name} needs samples of at least 2 classes in the data, "
+            f"but the data contains only one class: {binarizer.classes_[0]!r}"
+        )
+    return binarizer, Y
+
+
 def _validate_Xy(est, X, y, sample_weight):
     X, y = validate_X_y(est, X, y, y_numeric=isinstance(est, RegressorMixin))
     if isinstance(est, ClassifierMixin) and y.ndim == 2 and y.shape[1] == 1:
@@ -690,14 +706,7 @@ class RidgeClassifier(ClassifierMixin, _PartialFitMixin, _BaseRidge):
         if is_dask_array(X):  # statistics per block on the workers, solve here
             return _dask.fit_ridge(self, X, y, sample_weight)
         X, y, sample_weight = _validate_Xy(self, X, y, sample_weight)
-        check_classification_targets(y)
-        binarizer = LabelBinarizer(pos_label=1, neg_label=-1)
-        Y = np.asarray(binarizer.fit_transform(y), dtype=np.float64)
-        if len(binarizer.classes_) < 2:
-            raise ValueError(
-                f"RidgeClassifier needs samples of at least 2 classes in the data, "
-                f"but the data contains only one class: {binarizer.classes_[0]!r}"
-            )
+        binarizer, Y = _pm1_targets(y, type(self).__name__)
         fit = self._fit_targets(X, Y, sample_weight)
         self._label_binarizer = binarizer
         self.classes_ = binarizer.classes_

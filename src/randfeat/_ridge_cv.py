@@ -33,12 +33,10 @@ import scipy.linalg
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, clone
 from sklearn.metrics import check_scoring, get_scorer_names
-from sklearn.preprocessing import LabelBinarizer
 from sklearn.utils._param_validation import InvalidParameterError, StrOptions
-from sklearn.utils.multiclass import check_classification_targets
 
 from ._base import RandomFeatureMap, fit_context
-from ._ridge import CHOLESKY_MAX_FEATURES, RidgeClassifier, _BaseRidge, _default_chunk_rows, _validate_Xy
+from ._ridge import CHOLESKY_MAX_FEATURES, RidgeClassifier, _BaseRidge, _default_chunk_rows, _pm1_targets, _validate_Xy
 from ._stats import StatisticsAccumulator
 from ._threads import effective_n_threads, single_threaded_blas
 from ._validation import N_JOBS, Interval
@@ -623,14 +621,7 @@ class RidgeClassifierCV(_RidgeCVMixin, RidgeClassifier):
         self : RidgeClassifierCV
         """
         X, y, sample_weight = _validate_Xy(self, X, y, sample_weight)
-        check_classification_targets(y)
-        binarizer = LabelBinarizer(pos_label=1, neg_label=-1)
-        Y = np.asarray(binarizer.fit_transform(y), dtype=np.float64)
-        if len(binarizer.classes_) < 2:
-            raise ValueError(
-                f"RidgeClassifierCV needs samples of at least 2 classes in the data, "
-                f"but the data contains only one class: {binarizer.classes_[0]!r}"
-            )
+        binarizer, Y = _pm1_targets(y, type(self).__name__)
         self._pending_classes = binarizer.classes_
         sel = self._select(X, Y, sample_weight, np.asarray(y))
         del self._pending_classes
