@@ -117,8 +117,10 @@ run_tests() {
             args+=("$WORK/src/$a")
         fi
     done
-    # The instrumented copy is the randfeat the tests import (not an installed one).
-    (cd "$WORK/src" && PYTHONPATH="$WORK/src/src" "$VPY" -c "
+    # The instrumented copy is the randfeat the tests import (not an installed
+    # one).  Its extensions need the sanitizer runtimes loaded first, here too.
+    (cd "$WORK/src" && LD_PRELOAD="$LIBASAN $LIBUBSAN" ASAN_OPTIONS=detect_leaks=0 \
+        PYTHONPATH="$WORK/src/src" "$VPY" -c "
 import randfeat, sys
 sys.exit(0 if randfeat.__file__.startswith('$WORK/src/src/') else f'tests would import {randfeat.__file__}')")
     local rc=0
