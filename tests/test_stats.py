@@ -267,3 +267,26 @@ def test_solution_noise_and_predictive_variance_match_dense_formulas():
     Zt = np.random.default_rng(1).standard_normal((9, 6))
     q = np.einsum("ij,ji->i", Zt - mu, np.linalg.solve(A, (Zt - mu).T)) + 1 / w.sum()
     np.testing.assert_allclose(sol.predictive_variance(Zt), q[:, None] * s2, rtol=1e-10)
+
+
+def test_tiled_float32_gram_matches_reference_and_any_thread_count():
+    # Fixed column tiles, each single-threaded: the same bits for 1, 2 or 3
+    # threads; the lower triangle is Zᵀ Z, the strictly upper part untouched.
+    from randfeat._stats import F32_GRAM_TILE, _tiled_gram_lower
+
+    rng = np.random.default_rng(5)
+    D = 2 * F32_GRAM_TILE + 37
+    Z = rng.normal(size=(300, D)).astype(np.float32)
+    outs = []
+    for n_threads in (1, 2, 3):
+        out = np.full((D, D), 7.0, dtype=np.float32, order="F")
+        outs.append(_tiled_gram_lower(Z, out, n_threads))
+    for out in outs[1:]:
+        np.testing.assert_array_equal(out, outs[0])
+    reference = Z.astype(np.float64).T @ Z.astype(np.float64)
+    lower = np.tril_indices(D)
+    np.testing.assert_allclose(outs[0][lower], reference[lower], rtol=0, atol=1e-4 * np.abs(reference).max())
+    first = slice(0, F32_GRAM_TILE)
+    second = slice(F32_GRAM_TILE, 2 * F32_GRAM_TILE)
+    assert np.all(outs[0][first, second] == 7.0)  # strictly upper tiles are not written
+    assert np.all(np.triu(outs[0][first, first], 1) == 0)  # a diagonal tile keeps its lower triangle only
