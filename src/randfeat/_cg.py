@@ -36,7 +36,7 @@ from sklearn.exceptions import ConvergenceWarning
 from ._cg_fast import n_blocks, update_p, update_xr
 from ._normal import NormalOperator
 from ._nystrom import DEFAULT_MEMORY_BUDGET
-from ._precond import make_preconditioner
+from ._precond import make_preconditioner, wants_nystrom
 
 
 def _colwise_dot(A, B):
@@ -166,9 +166,10 @@ def cg_ridge_path(ops, Y, sample_weight, alphas, *, fit_intercept, tol, max_iter
     order = sorted(range(len(alphas)), key=lambda i: -alphas[i])
     positive = [a for a in alphas if a > 0]
     factors = None
-    if positive:
-        # Decide (and build) once, on the smallest positive alpha.
-        _, factors = make_preconditioner(normal, min(positive), preconditioner, rank=nystrom_rank,
+    if positive and wants_nystrom(normal, min(positive), preconditioner):
+        # Decided and built once, on the smallest positive alpha; the Jacobi
+        # preconditioners (alpha-dependent, cheap to decide) are made per alpha below.
+        _, factors = make_preconditioner(normal, min(positive), "nystrom", rank=nystrom_rank,
                                          memory_budget=memory_budget, log=log)
     results = [None] * len(alphas)
     X = None

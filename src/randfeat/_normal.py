@@ -50,6 +50,7 @@ class NormalOperator:
         # depend on the thread count.
         self.mean = ops.column_sums(self._w_or_ones) / self.weight_sum if fit_intercept else None
         self._partial_pq = {}
+        self._diagonal = None  # computed on first use: CG's checks and preconditioners all read it
 
     def target_means(self, Y):
         """Return the weighted means ȳ of the columns of Y (zeros without intercept).
@@ -90,16 +91,22 @@ class NormalOperator:
     def diagonal(self):
         """Return diag(Z_cᵀ W Z_c) as float64, or None when the operator has no column statistics.
 
+        Computed once (an O(nnz) pass) and kept: it does not depend on
+        alpha or the targets.
+
         Returns
         -------
-        ndarray of shape (D,) or None
+        ndarray of shape (D,), read-only, or None
         """
         if not self.ops.has(Capability.COLUMN_STATISTICS):
             return None
-        diag = self.ops.column_sq_sums(self._w_or_ones)
-        if self.mean is not None:
-            diag -= self.weight_sum * self.mean**2
-        return diag
+        if self._diagonal is None:
+            diag = self.ops.column_sq_sums(self._w_or_ones)
+            if self.mean is not None:
+                diag -= self.weight_sum * self.mean**2
+            diag.setflags(write=False)
+            self._diagonal = diag
+        return self._diagonal
 
     def vector_threads(self, n_targets):
         """Threads for a pass over a D × ``n_targets`` block (CG's vector updates)."""
