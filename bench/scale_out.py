@@ -10,6 +10,11 @@ worker (the client's includes the in-memory baseline's copy of X), the
 per-block statistics time (measured on one block in this process), and the
 coefficients' largest relative difference from the in-memory fit.
 
+Then Binning+LS by CG (``Ridge(features=RandomBinningFeatures(50))``,
+features made and kept on the workers): seconds per CG iteration, in
+memory and on the LocalCluster, from two fits with different ``max_iter``
+(so the feature set-up cancels).
+
 Usage (a single command; ``--quick`` takes well under a minute)::
 
     python bench/scale_out.py --quick            # N=200,000, D=500
@@ -101,6 +106,61 @@ def block_cost(X, y, D, chunk_rows):
     return {"block_s": t_block, "merge_s": t_merge, "solve_s": time.perf_counter() - t0}
 
 
+def _binning_ridge(max_iter, n_jobs):
+    from randfeat import RandomBinningFeatures, Ridge
+
+    return Ridge(alpha=1.0, solver="cg", tol=1e-12, max_iter=max_iter, n_jobs=n_jobs,
+                 features=RandomBinningFeatures(50, gamma=0.05, random_state=0, n_jobs=n_jobs))
+
+
+def _per_iteration(fit, iters=(5, 40)):
+    """Seconds per CG iteration: the difference of two fits with different max_iter (set-up cancels)."""
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    times = []
+    for m in (iters[0],) + tuple(iters):  # the first fit warms up (imports, pools) and is not reported
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            t0 = time.perf_counter()
+            fit(m)
+            times.append(time.perf_counter() - t0)
+    times = times[1:]
+    return (times[1] - times[0]) / (iters[1] - iters[0]), times[0]
+
+
+def binning_cg_iteration(N, chunk_rows, workers):
+    """Binning+LS (P=50 grids) time per CG iteration: in memory vs a LocalCluster, alternating."""
+    import dask
+    import dask.array as da
+    import distributed
+
+    with dask.config.set(scheduler="synchronous"):
+        Xd = da.random.default_rng(1).standard_normal((N, 54), chunks=(chunk_rows, 54), dtype=np.float32)
+        X = Xd.compute()
+    y = (np.sin(X[:, 0]) + X[:, 1] * X[:, 2]).astype(np.float64)
+    rows = []
+    for w in workers:
+        per_it, setup = _per_iteration(lambda m: _binning_ridge(m, None).fit(X, y))
+        rows.append({"config": "in-memory", "per_iteration_s": per_it, "fit_5_iterations_s": setup})
+        with distributed.LocalCluster(n_workers=w, threads_per_worker=1, processes=True,
+                                      dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+            # The same rows, made by the same generator on the workers.
+            Xc = da.random.default_rng(1).standard_normal((N, 54), chunks=(chunk_rows, 54), dtype=np.float32)
+            yc = client.persist((da.sin(Xc[:, 0]) + Xc[:, 1] * Xc[:, 2]).astype(np.float64))
+            Xc = client.persist(Xc)
+            distributed.wait([Xc, yc])
+            per_it, setup = _per_iteration(lambda m: _binning_ridge(m, 1).fit(Xc, yc))
+        rows.append({"config": f"LocalCluster {w} worker(s)", "per_iteration_s": per_it,
+                     "fit_5_iterations_s": setup})
+    print(f"Binning+LS by CG, N={N:,} x 54 float32, 50 grids, one target, blocks of {chunk_rows:,} rows")
+    print(f"{'config':32s} {'s / CG iteration':>16s} {'fit, 5 iterations (s)':>22s}")
+    for r in rows:
+        print(f"{r['config']:32s} {r['per_iteration_s']:16.4f} {r['fit_5_iterations_s']:22.2f}")
+    return rows
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="N=200,000 rows, D=500 (under a minute)")
@@ -108,6 +168,8 @@ def main(argv=None):
     parser.add_argument("--features", type=int, help="D (default 1000; --quick 500)")
     parser.add_argument("--workers", default="1,2", help="worker counts to run, comma-separated")
     parser.add_argument("--out", help="write the results as JSON here")
+    parser.add_argument("--binning-rows", type=int,
+                        help="rows of the Binning+LS CG-iteration table (default 1,000,000; --quick 100,000; 0 skips)")
     args = parser.parse_args(argv)
     N = args.rows or (200_000 if args.quick else 2_000_000)
     D = args.features or (500 if args.quick else 1000)
@@ -149,10 +211,12 @@ def main(argv=None):
         t = (-(-blocks // W)) * cost["block_s"] + np.ceil(np.log2(blocks)) * cost["merge_s"] + cost["solve_s"]
         print(f"PROJECTION (not measured): {W} workers, {n_rows:,} rows in {blocks} blocks: "
               f"~{t:.0f} s wall, ignoring network and scheduler overhead")
+    n_binning = args.binning_rows if args.binning_rows is not None else (100_000 if args.quick else 1_000_000)
+    binning = binning_cg_iteration(n_binning, chunk_rows, workers) if n_binning else []
     if args.out:
         with open(args.out, "w") as f:
             json.dump({"N": N, "D": D, "chunk_rows": chunk_rows, "n_blocks": n_blocks, "rows": rows,
-                       "cost": cost}, f, indent=1)
+                       "cost": cost, "binning_cg": binning}, f, indent=1)
     return 0
 
 

@@ -170,10 +170,8 @@ def test_ridge_bad_input_leaves_model_unchanged(sync):
         est.fit(Xd, da.from_array(y, chunks=70))
     with pytest.raises(ValueError, match="y has 10 rows but X has 700"):
         est.fit(Xd, y[:10])
-    with pytest.raises(ValueError, match="CG solve whose products run on the workers"):
-        clone(est).set_params(features=RandomBinningFeatures(random_state=0)).fit(Xd, y)
-    with pytest.raises(ValueError, match="solver='cg' is not available"):
-        clone(est).set_params(solver="cg").fit(Xd, y)
+    with pytest.raises(ValueError, match="sample_weight is zero for every sample"):
+        clone(est).set_params(solver="cg").fit(Xd, y, sample_weight=np.zeros(700))
     Xnan = X.copy()
     Xnan[650, 0] = np.inf
     with pytest.raises(ValueError, match="infinity"):
@@ -237,8 +235,12 @@ def test_binning_fit_from_block_vocabularies_and_lazy_csr(sync, dtype):
     g1 = RandomBinningFeatures(n_grids=3, random_state=np.random.default_rng(4)).fit(da.from_array(X, chunks=100))
     g2 = RandomBinningFeatures(n_grids=3, random_state=np.random.default_rng(4)).fit(X)
     np.testing.assert_array_equal(g1.bin_hashes_, g2.bin_hashes_)
-    with pytest.raises(TypeError, match="sparse blocks"):
-        Ridge().fit(Z, da.from_array(np.ones(700), chunks=(CHUNKS[0],)))
+    # Ridge on the lazy sparse blocks: CG on the workers, the in-memory model
+    y = np.sin(X.astype(np.float64)).sum(axis=1)
+    est = Ridge(tol=1e-10).fit(Z, da.from_array(y, chunks=(CHUNKS[0],)))
+    ref_est = Ridge(tol=1e-10).fit(Zc, y)
+    assert est.solver_ == ref_est.solver_ == "cg"
+    _close(est.coef_, ref_est.coef_, rtol=1e-6 if dtype == np.float32 else 1e-8)
 
 
 def test_binning_bin_range_checked_on_dask_input(sync):
@@ -254,3 +256,57 @@ def test_cluster_binning_vocabulary(cluster_client):
     rbf = RandomBinningFeatures(n_grids=5, random_state=1).fit(da.from_array(X, chunks=450))
     np.testing.assert_array_equal(rbf.bin_hashes_, ref.bin_hashes_)
     assert (rbf.transform(da.from_array(X, chunks=450)).compute() != ref.transform(X)).nnz == 0
+
+
+# ------------------------------------------------------ CG on the workers
+@pytest.mark.parametrize("fit_intercept", [True, False])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("k", [None, 3])
+def test_ridge_cg_on_binning_features_equals_in_memory(sync, fit_intercept, weighted, k):
+    # Sparse features are made and held on the workers; CG's products run
+    # there (one map and one block-order reduction per iteration).  The
+    # sums are grouped differently from the in-memory products, so the two
+    # solutions agree to CG's tolerance, not bitwise.
+    X, y, w = _data(n=900, k=k)
+    w = w if weighted else None
+    kw = dict(alpha=0.5, features=RandomBinningFeatures(n_grids=12, random_state=0), fit_intercept=fit_intercept,
+              tol=1e-12)
+    ref = Ridge(**kw).fit(X, y, sample_weight=w)
+    Xd = da.from_array(X, chunks=((300, 1, 450, 149), (6,)))
+    est = Ridge(**kw).fit(Xd, da.from_array(y, chunks=(Xd.chunks[0],) + (() if k is None else ((k,),))),
+                          sample_weight=None if w is None else da.from_array(w, chunks=(Xd.chunks[0],)))
+    assert est.solver_ == "cg" and est.preconditioner_ == ref.preconditioner_
+    assert np.all(np.abs(np.asarray(est.n_iter_) - np.asarray(ref.n_iter_)) <= 1)
+    assert np.shape(est.coef_) == np.shape(ref.coef_) and np.shape(est.intercept_) == np.shape(ref.intercept_)
+    _close(est.coef_, ref.coef_, rtol=1e-9)
+    _close(est.intercept_, ref.intercept_, rtol=1e-9)
+    _close(est.predict(Xd).compute(), ref.predict(X), rtol=1e-9)
+
+
+def test_ridge_cg_dense_and_wide(sync, monkeypatch):
+    # solver="cg" on dense features, and solver="auto" past the Cholesky
+    # limit, take the distributed CG as the in-memory fit takes CG.
+    X, y, w = _data()
+    Xd = da.from_array(X, chunks=CHUNKS)
+    ref = Ridge(solver="cg", tol=1e-12).fit(X, y, sample_weight=w)
+    est = Ridge(solver="cg", tol=1e-12).fit(Xd, da.from_array(y, chunks=(CHUNKS[0],)), sample_weight=w)
+    _close(est.coef_, ref.coef_, rtol=1e-10)
+    from randfeat import _ridge
+
+    monkeypatch.setattr(_ridge, "CHOLESKY_MAX_FEATURES", 30)
+    est = Ridge(features=RandomFourierFeatures(40, random_state=0), tol=1e-12).fit(Xd, y)
+    ref = Ridge(features=RandomFourierFeatures(40, random_state=0), tol=1e-12).fit(X, y)
+    assert est.solver_ == ref.solver_ == "cg"
+    _close(est.coef_, ref.coef_, rtol=1e-9)
+
+
+def test_cluster_classifier_cg_on_binning_features(cluster_client):
+    X, _, _ = _data(n=2500)
+    labels = (X[:, 0] > 2).astype(int) + (X[:, 1] > 2.3)
+    kw = dict(alpha=1.0, features=RandomBinningFeatures(n_grids=10, random_state=3), tol=1e-12)
+    ref = RidgeClassifier(**kw).fit(X, labels)
+    Xd = da.from_array(X, chunks=(600, 6))
+    est = RidgeClassifier(**kw).fit(Xd, da.from_array(labels, chunks=600))
+    np.testing.assert_array_equal(est.classes_, ref.classes_)
+    _close(est.coef_, ref.coef_, rtol=1e-9)
+    np.testing.assert_array_equal(est.predict(Xd).compute(), ref.predict(X))

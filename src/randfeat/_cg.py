@@ -158,9 +158,38 @@ def cg_ridge_path(ops, Y, sample_weight, alphas, *, fit_intercept, tol, max_iter
     list of CGResult
         One per alpha, in the order given.
     """
-    alphas = [float(a) for a in alphas]
     normal = NormalOperator(ops, sample_weight, fit_intercept)
     B, ybar = normal.rhs(Y)
+    return solve_normal_path(normal, B, ybar, alphas, tol=tol, max_iter=max_iter, log=log,
+                             preconditioner=preconditioner, nystrom_rank=nystrom_rank, memory_budget=memory_budget)
+
+
+def solve_normal_path(normal, B, ybar, alphas, *, tol, max_iter, log=None, preconditioner="auto", nystrom_rank=None,
+                      memory_budget=DEFAULT_MEMORY_BUDGET):
+    """Solve (A + αI) X = B for every alpha of a list, on a normal operator already set up.
+
+    ``cg_ridge_path`` once the operator and right-hand sides exist: the
+    entry point for an operator whose data lives elsewhere (the Dask
+    operator, whose right-hand sides are reduced on the workers).
+
+    Parameters
+    ----------
+    normal : NormalOperator
+        A = Z_cᵀ W Z_c (or an object with its interface).
+    B : ndarray (D, K), Z's dtype
+        Right-hand sides Z_cᵀ W (Y − ȳ).
+    ybar : ndarray (K,), float64
+        Target means (for the intercepts).
+    alphas : sequence of float >= 0
+    tol, max_iter, log, preconditioner, nystrom_rank, memory_budget
+        As in ``cg_ridge_path``.
+
+    Returns
+    -------
+    list of CGResult
+        One per alpha, in the order given.
+    """
+    alphas = [float(a) for a in alphas]
     if alphas:
         _warn_if_alpha_below_tolerance(normal, min(alphas), tol)
     order = sorted(range(len(alphas)), key=lambda i: -alphas[i])
@@ -209,7 +238,7 @@ def _warn_if_alpha_below_tolerance(normal, alpha, tol):
             "not the minimum-norm least-squares solution). Use a larger alpha, or solver='cholesky', "
             "which returns the minimum-norm solution.",
             UserWarning,
-            stacklevel=4,
+            stacklevel=5,
         )
 
 
@@ -305,7 +334,7 @@ def block_cg(normal, B, alpha, preconditioner, *, tol, max_iter, log=None, X0=No
             f"(tol={tol:g}) for target(s) {bad.tolist()}. Increase max_iter or tol, or alpha."
             + (" (tol=0 asks for an exact solution, which rounding prevents.)" if tol == 0 else ""),
             ConvergenceWarning,
-            stacklevel=4,
+            stacklevel=5,
         )
 
     return X, n_iter, residual

@@ -23,8 +23,18 @@ Design (issue 13):
   statistics are merged by a binary tree in block order (fixed, so the
   result is reproducible; exact in any grouping, Chan–Golub–LeVeque) and
   the D × D solve runs on the client.  Only O(D² + D·K) per block crosses
-  the network.  Ridge on sparse features (binning) and ``solver="cg"``
-  are not available for Dask input yet: they raise.
+  the network.
+* ``Ridge`` / ``RidgeClassifier`` by CG (sparse features such as binning,
+  sparse blocks, ``solver="cg"``, or D past the Cholesky limit — the
+  in-memory fit's rule): each block's features, targets and weights are
+  made once and persisted on its worker (``_CGBlock``); the block CG of
+  ``_cg.py`` runs on the client on D × K vectors, and its operator
+  (``_BlockedProducts``) applies Zᵀ W Z P as one map over the blocks and
+  one block-order tree reduction per iteration, all targets at once.  The
+  column sums, the target sums and the right-hand sides are reduced the
+  same way, so no N-length array reaches the client.  The partial sums
+  are grouped by blocks, so the solution equals the in-memory CG's to the
+  tolerance, not bitwise.
 * ``RandomBinningFeatures.fit``: the grids are drawn on the client; each
   block's sorted per-grid sets of occupied bins come from the workers and
   are merged by sorted union in block order, which is exactly the
@@ -44,6 +54,8 @@ from sklearn.base import clone
 from sklearn.preprocessing import LabelBinarizer
 from sklearn.utils.validation import check_array, check_is_fitted
 
+from ._linops import Capability, FeatureOperator
+from ._normal import NormalOperator
 from ._stats import RidgeStatistics
 
 
@@ -270,12 +282,6 @@ def fit_ridge(est, X, y, sample_weight):
 
     name = type(est).__name__
     X = _row_blocks(X)
-    if not isinstance(X._meta, np.ndarray):
-        raise TypeError(
-            f"{name} on a Dask array of sparse blocks (e.g. RandomBinningFeatures output) is not "
-            f"supported yet: it needs a CG solve whose products run on the workers. Compute the "
-            f"features (Z.compute()) and fit in memory, or use RandomFourierFeatures."
-        )
     y = _aligned(X, y, "y")
     if y.ndim not in (1, 2):
         raise ValueError(f"y must be 1-D or 2-D, got shape {y.shape}")
@@ -284,21 +290,11 @@ def fit_ridge(est, X, y, sample_weight):
         raise ValueError(f"sample_weight must be 1-D, got shape {w.shape}")
     validate_X(est, np.zeros((1, X.shape[1]), dtype=_float_dtype(X)), reset=True)  # n_features_in_
 
-    if est.features is not None and getattr(est.features, "_sparse_output", False):
-        raise ValueError(
-            f"{name}(features={type(est.features).__name__}(...)) does not accept Dask arrays yet: "
-            f"sparse features need a CG solve whose products run on the workers. Use "
-            f"RandomFourierFeatures, or fit on X.compute()."
-        )
-    if est.solver == "cg":
-        raise ValueError(f"{name} fits Dask arrays from per-block Gram statistics (Cholesky); "
-                         f"solver='cg' is not available for Dask input. Use solver='auto' or 'cholesky'.")
     features = None if est.features is None else clone(est.features).fit(X)
     D = X.shape[1] if features is None else int(features.n_features_out_)
-    if D > CHOLESKY_MAX_FEATURES and est.solver == "auto":
-        raise ValueError(f"{name} on Dask input solves by Cholesky, whose D x D Gram matrix "
-                         f"({D} features) is beyond solver='auto''s limit of {CHOLESKY_MAX_FEATURES}; "
-                         f"pass solver='cholesky' to use it anyway (8*D^2 bytes per worker and on the client).")
+    sparse = (not isinstance(X._meta, np.ndarray)) or bool(getattr(features, "_sparse_output", False))
+    # The same choice as the in-memory fit: CG for sparse or wide Z.
+    use_cg = est.solver == "cg" or (est.solver == "auto" and (sparse or D > CHOLESKY_MAX_FEATURES))
 
     classifier = isinstance(est, ClassifierMixin)
     if classifier:
@@ -317,6 +313,19 @@ def fit_ridge(est, X, y, sample_weight):
         binarizer = None
         K = 1 if y.ndim == 1 else y.shape[1]
         y_shape = "1d" if y.ndim == 1 else ("column" if K == 1 else "2d")
+
+    if use_cg:
+        result, z_dtype = _fit_ridge_cg(est, X, y, w, features, binarizer, K, _float_dtype(X))
+        coef, intercept = result.coef, result.intercept
+        if not (np.all(np.isfinite(coef)) and np.all(np.isfinite(intercept))):
+            raise ValueError(f"{name}: the CG solution overflowed float64: rescale X and y before fitting.")
+        fit = _Fit("cg", coef.astype(z_dtype, copy=False), intercept.astype(z_dtype), result.n_iter,
+                   result.residual, None, features, result.preconditioner)
+        if classifier:
+            est._label_binarizer = binarizer
+            est.classes_ = binarizer.classes_
+        est._store_fit(fit, y_shape)
+        return est
 
     # Workers receive a copy of the estimator's parameters (for chunking
     # and centring) without any fitted state.
@@ -349,15 +358,8 @@ def _block_statistics(est, features, binarizer, Xb, yb, wb, D, K, dtype):
     """RidgeStatistics of one row block (runs on a worker): validate, make features, accumulate."""
     from ._validation import check_sample_weight
 
-    Xb = check_array(Xb, dtype=[np.float64, np.float32], ensure_min_samples=0)
-    if binarizer is not None:
-        unknown = np.setdiff1d(yb, binarizer.classes_)
-        if unknown.size:  # cannot happen: classes came from y itself
-            raise ValueError(f"labels {unknown.tolist()!r} not among the classes")
-        Yb = np.asarray(binarizer.transform(yb), dtype=np.float64)
-    else:
-        Yb = check_array(yb, ensure_2d=False, dtype=np.float64, ensure_min_samples=0, input_name="y")
-        Yb = Yb.reshape(Yb.shape[0], -1)
+    Xb = check_array(Xb, accept_sparse="csr", dtype=[np.float64, np.float32], ensure_min_samples=0)
+    Yb = _block_targets(binarizer, yb)
     if Xb.shape[0] == 0:
         return RidgeStatistics.empty(D, K, dtype, fit_intercept=est.fit_intercept)
     if wb is not None:
@@ -374,6 +376,314 @@ def _block_statistics(est, features, binarizer, Xb, yb, wb, D, K, dtype):
 
 def _merge(a, b):
     return a.merge(b)
+
+
+# ------------------------------------------------------- Ridge by CG
+class _WorkerWeights:
+    """Stands for the sample weights held with the row blocks on the workers (unit weights if none).
+
+    ``_BlockedProducts`` takes this object wherever a ``FeatureOperator``
+    takes a weight vector ``w``: the weights never come to the client.
+    """
+
+    def __repr__(self):
+        return "<sample weights held on the workers>"
+
+
+class _CGBlock:
+    """One row block for a distributed CG solve: its features, targets and weights (lives on a worker).
+
+    The feature operator is made on first use and not pickled (it may own
+    a thread pool): if Dask moves or spills the block, it is remade.
+    """
+
+    def __init__(self, Z, Y, w, n_jobs):
+        self.Z, self.Y, self.w, self.n_jobs = Z, Y, w, n_jobs
+        self._ops = None
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state["_ops"] = None
+        return state
+
+    @property
+    def ops(self):
+        if self._ops is None:
+            from ._linops import make_products
+            from ._threads import effective_n_threads
+
+            self._ops = make_products(self.Z, effective_n_threads(self.n_jobs))
+        return self._ops
+
+    @property
+    def w_or_ones(self):
+        return np.ones(self.Z.shape[0]) if self.w is None else self.w
+
+
+def _cg_block(features, binarizer, Xb, yb, wb, dtype, n_jobs):
+    """Make one block's features (if a map is given) and validated targets and weights (runs on a worker)."""
+    import scipy.sparse as sp
+
+    from ._validation import check_sample_weight
+
+    if sp.issparse(Xb):
+        Xb = check_array(Xb, accept_sparse="csr", dtype=[np.float64, np.float32], ensure_min_samples=0)
+    else:
+        Xb = check_array(Xb, dtype=[np.float64, np.float32], ensure_min_samples=0)
+    Yb = _block_targets(binarizer, yb)
+    if wb is not None:
+        wb = np.asarray(wb, dtype=np.float64)
+        if not np.isfinite(wb).all() or np.any(wb < 0):
+            raise ValueError("sample_weight must be finite and non-negative")
+        wb = check_sample_weight(wb, Xb)
+    Z = Xb if features is None else features.transform(Xb)
+    if sp.issparse(Z):
+        Z = sp.csr_matrix(Z)
+        Z.sum_duplicates()  # canonical CSR, as the in-memory fit's operators expect
+    else:
+        Z = np.ascontiguousarray(Z)
+    return _CGBlock(Z, Yb, wb, n_jobs)
+
+
+def _block_targets(binarizer, yb):
+    """A block's targets as float64 (N_b × K): ±1 columns for a classifier."""
+    if binarizer is not None:
+        unknown = np.setdiff1d(yb, binarizer.classes_)
+        if unknown.size:  # cannot happen: classes came from y itself
+            raise ValueError(f"labels {unknown.tolist()!r} not among the classes")
+        return np.asarray(binarizer.transform(yb), dtype=np.float64)
+    Yb = check_array(yb, ensure_2d=False, dtype=np.float64, ensure_min_samples=0, input_name="y")
+    return Yb.reshape(Yb.shape[0], -1)
+
+
+# Per-block pieces of the CG solve (each runs on the worker holding the block).
+def _b_sums(block):
+    w = block.w_or_ones
+    return block.ops.column_sums(w), np.einsum("i,ik->k", w, block.Y), float(w.sum())
+
+
+def _b_rhs(block, ybar, centre):
+    U = block.Y - ybar if centre else block.Y
+    if block.w is not None:
+        U = U * block.w[:, None]
+    U = np.ascontiguousarray(U, dtype=block.ops.dtype)
+    return block.ops.rmatmat_once(U), U.sum(axis=0, dtype=np.float64)
+
+
+def _b_normal(block, P, mup):
+    return block.ops.normal(P, mup, block.w)
+
+
+def _b_sq_sums(block):
+    return block.ops.column_sq_sums(block.w_or_ones)
+
+
+def _b_gram_block(block, columns):
+    return block.ops.gram_block(columns, block.w)
+
+
+def _b_matmat(block, P):
+    return block.ops.matmat(P)
+
+
+def _b_rmatmat(block, U):
+    return block.ops.rmatmat(U)
+
+
+def _b_shape(block):
+    return block.Z.shape[0], (block.Z.nnz if hasattr(block.Z, "nnz") else block.Z.size), block.Z.dtype
+
+
+def _add(a, b):
+    if isinstance(a, tuple):
+        return tuple(_add(x, y) for x, y in zip(a, b))
+    return a + b
+
+
+def _to_workers(obj):
+    """``obj`` as one piece of data for many tasks: scattered once when computing on a distributed Client.
+
+    Without this, a large argument (a D × K direction, a fitted feature
+    map) is embedded in the task graph, which Dask warns about and ships
+    with every graph.  On a local scheduler the object is used as is.
+    """
+    if obj is None or "distributed" not in sys.modules:
+        return obj
+    import distributed
+    from dask.base import get_scheduler
+
+    client = getattr(get_scheduler(), "__self__", None)  # the Client whose .get dask.compute will call
+    if isinstance(client, distributed.Client):
+        return client.scatter(obj, hash=False)
+    return obj
+
+
+class _BlockedProducts(FeatureOperator):
+    """Products with a Z whose row blocks are held on Dask workers: one map and one reduction per call.
+
+    Each call maps a per-block product over the persisted blocks and sums
+    the partial results by a binary tree in block order (fixed, so results
+    are reproducible for a given blocking); only D × K arrays cross the
+    network.  The weight argument ``w`` of every method must be
+    ``self.weights``: the weights live with the blocks.
+
+    Parameters
+    ----------
+    blocks : list of dask.delayed.Delayed
+        Persisted ``_CGBlock`` objects, in row order.
+    rows : list of int
+        Rows of each block.
+    n_features : int
+    dtype : numpy dtype
+    entries : int
+        Stored entries of Z (nnz, or N·D when dense), for the preconditioner's size rules.
+    sparse : bool
+        Whether Z is sparse (sparse Z gets the heavy-column Gram block).
+    """
+
+    capabilities = frozenset(Capability)
+
+    def __init__(self, blocks, rows, n_features, dtype, entries, sparse):
+        super().__init__((int(sum(rows)), int(n_features)), dtype, 1)
+        self._blocks, self._rows = blocks, list(rows)
+        self._entries, self._sparse = int(entries), bool(sparse)
+        self.weights = _WorkerWeights()
+        if not sparse:  # dense Z: no Gram block, as DenseProducts
+            self.capabilities = frozenset({Capability.FUSED_NORMAL, Capability.COLUMN_STATISTICS})
+
+    @property
+    def entries(self):
+        """Stored entries of Z over all blocks."""
+        return self._entries
+
+    def reduce(self, fn, *args):
+        """Return the block-order tree sum of ``fn(block, *args)`` over the blocks (computed)."""
+        import dask
+
+        task = dask.delayed(fn, pure=True)
+        args = [_to_workers(a) if isinstance(a, np.ndarray) and a.nbytes > 2**16 else a for a in args]
+        parts = [task(b, *args) for b in self._blocks]
+        add = dask.delayed(_add, pure=True)
+        while len(parts) > 1:
+            parts = [add(parts[i], parts[i + 1]) if i + 1 < len(parts) else parts[i] for i in range(0, len(parts), 2)]
+        (out,) = dask.compute(parts[0])
+        return out
+
+    def _check(self, w):
+        if w is not self.weights:
+            raise ValueError("the weights of a Dask-held Z live on the workers: pass ops.weights")
+
+    def matmat(self, P):
+        """Return Z @ P (N × K, brought to the client: for tests and small N only)."""
+        import dask
+
+        task = dask.delayed(_b_matmat, pure=True)
+        P = np.ascontiguousarray(P, dtype=self.dtype)
+        return np.concatenate(dask.compute(*[task(b, P) for b in self._blocks]), axis=0)
+
+    def rmatmat(self, U):
+        """Return Zᵀ @ U (U is split by blocks and sent to the workers)."""
+        import dask
+
+        U = np.ascontiguousarray(U, dtype=self.dtype)
+        bounds = np.concatenate([[0], np.cumsum(self._rows)])
+        task = dask.delayed(_b_rmatmat, pure=True)
+        parts = [task(b, U[s:e]) for b, s, e in zip(self._blocks, bounds[:-1], bounds[1:])]
+        add = dask.delayed(_add, pure=True)
+        while len(parts) > 1:
+            parts = [add(parts[i], parts[i + 1]) if i + 1 < len(parts) else parts[i] for i in range(0, len(parts), 2)]
+        (out,) = dask.compute(parts[0])
+        return out
+
+    def normal(self, P, mup, w):
+        """Return (Zᵀ W (Z P − 1 mupᵀ), Σ_i w_i (z_iᵀP − mup)), one map and one reduction."""
+        self._check(w)
+        return self.reduce(_b_normal, np.ascontiguousarray(P, dtype=self.dtype), np.asarray(mup, dtype=np.float64))
+
+    def column_sums(self, w):
+        """Return Σ_i w_i Z_ij, float64."""
+        self._check(w)
+        return self.reduce(_b_sums)[0]
+
+    def column_sq_sums(self, w):
+        """Return Σ_i w_i Z_ij², float64."""
+        self._check(w)
+        return self.reduce(_b_sq_sums)
+
+    def gram_block(self, columns, w):
+        """Return Σ_i w_i z_i[columns] z_i[columns]ᵀ, float64."""
+        self._check(w)
+        return self.reduce(_b_gram_block, np.asarray(columns))
+
+
+class _BlockedNormalOperator(NormalOperator):
+    """A = Z_cᵀ W Z_c for a ``_BlockedProducts``: sums and right-hand sides reduced on the workers.
+
+    Parameters
+    ----------
+    ops : _BlockedProducts
+    fit_intercept : bool
+    """
+
+    def __init__(self, ops, fit_intercept):
+        self.ops = ops
+        self.shape = ops.shape
+        self.dtype = ops.dtype
+        self.weights = ops.weights
+        self._w_or_ones = ops.weights
+        column_sums, self._target_sums, self.weight_sum = ops.reduce(_b_sums)
+        self.mean = column_sums / self.weight_sum if fit_intercept else None
+        self._partial_pq = {}
+        self._diagonal = None
+
+    def target_means(self, Y=None):
+        """Return the weighted target means ȳ (the targets are on the workers; Y is ignored)."""
+        if self.mean is None:
+            return np.zeros(self._target_sums.shape[0])
+        return self._target_sums / self.weight_sum
+
+    def rhs(self, Y=None):
+        """Return (B, ȳ) reduced from the blocks' own targets (Y is ignored)."""
+        ybar = self.target_means()
+        B, u_sum = self.ops.reduce(_b_rhs, ybar, self.mean is not None)
+        if self.mean is not None:
+            B -= np.outer(self.mean, u_sum).astype(self.dtype)
+        return B, ybar
+
+
+def _fit_ridge_cg(est, X, y, w, features, binarizer, K, dtype):
+    """CG on features held in row blocks on the workers; returns (coef (K × D), intercept, CGResult)."""
+    import dask
+
+    from ._cg import solve_normal_path
+
+    blocks = []
+    rows = []
+    make = dask.delayed(_cg_block, pure=True)
+    Xd = X.to_delayed().ravel()
+    yd = y.to_delayed().ravel()
+    wd = [None] * len(Xd) if w is None else w.to_delayed().ravel()
+    shared_features = _to_workers(features)
+    for n_rows, xb, yb, wb in zip(X.chunks[0], Xd, yd, wd):
+        if n_rows:
+            blocks.append(make(shared_features, binarizer, xb, yb, wb, dtype, est.n_jobs))
+            rows.append(n_rows)
+    blocks = list(dask.persist(*blocks))
+    shapes = dask.compute(*[dask.delayed(_b_shape, pure=True)(b) for b in blocks])
+    D = int(est.n_features_in_ if features is None else features.n_features_out_)
+    entries = sum(s[1] for s in shapes)
+    z_dtype = shapes[0][2]
+    sparse = features is not None and getattr(features, "_sparse_output", False) or not isinstance(X._meta, np.ndarray)
+    ops = _BlockedProducts(blocks, rows, D, z_dtype, entries, sparse)
+    normal = _BlockedNormalOperator(ops, est.fit_intercept)
+    if normal.weight_sum <= 0:
+        raise ValueError("sample_weight is zero for every sample, so no sample counts in the fit; "
+                         "give at least one sample a positive weight")
+    B, ybar = normal.rhs()
+    log = est._log if est.verbose else None
+    (result,) = solve_normal_path(normal, B, ybar, [float(est.alpha)], tol=float(est.tol), max_iter=est.max_iter,
+                                  log=log)
+    return result, z_dtype
 
 
 # -------------------------------------------------------------- prediction
