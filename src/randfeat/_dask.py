@@ -14,9 +14,9 @@ Design (issue 13):
   never draw random numbers and any ``random_state`` works.
   ``transform`` is lazy: ``map_blocks`` of the in-memory ``transform`` over
   row blocks (columns in one chunk), with the output's chunks and ``meta``
-  declared.  A row's features do not depend on the blocking in float64
-  (bit-identical to in-memory); in float32 they may differ by ~4e-7 unless
-  row blocks are multiples of 512 rows (the kernel's tile; see the README).
+  declared.  A row's features do not depend on the blocking (the dense
+  kernel's product is row-independent): bit-identical to in-memory in
+  float32 and float64.
 * ``Ridge`` / ``RidgeClassifier.fit``: each row block (X, y, weights)
   becomes its ``RidgeStatistics`` on a worker (with ``features=``, the
   features are made there chunk by chunk and never leave it); the

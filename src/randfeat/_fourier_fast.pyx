@@ -5,19 +5,21 @@ The output is cut into tiles of a fixed number of rows by a fixed number of
 columns (sizes depend on the output width and dtype only, never on the thread
 count).  A chunk of work is one row tile over a run of whole column blocks
 (all of them unless the output is very wide).  For each column block a thread
-writes X_tile @ W_block straight into the output with a single-threaded BLAS
-gemm (or a sparse-rows loop for CSR input), then turns those values into
-scale*cos / scale*sin in place while they are still in L2.  No N × D
-temporary is ever made; the only extra memory is BLAS's packing buffers.
-Each output element is computed by the same operations whichever thread
-computes it, so the output is bit-identical for any thread count.  The
-chunks run on ``_openmp.ChunkLoop``, which checks for Ctrl-C between slabs.
+writes X_tile @ W_block straight into the output (dense X: the row-independent
+kernel of randfeat_rowgemm.h; CSR: a sparse-rows loop), then turns those
+values into scale*cos / scale*sin in place while they are still in L2.  No
+N × D temporary is ever made.  Each output element is computed by the same
+operations whichever thread computes it and whichever rows are transformed
+with it, so a row's features are bit-identical for any thread count and any
+split of the rows into calls (chunks, Dask blocks).  The chunks run on
+``_openmp.ChunkLoop``, which checks for Ctrl-C between slabs.
 
 Callers (randfeat._fourier_transform) must run these functions under
 ``randfeat._threads.single_threaded_blas()`` and pass validated input.
 """
 
 cimport cython
+import numpy as np
 from cython cimport floating
 from libc.stdint cimport int32_t, int64_t
 
@@ -46,7 +48,17 @@ cdef enum:
     MAX_TILE_ROWS = 512
     BLOCKS_PER_CHUNK = 16
 
+cdef extern from "randfeat_rowgemm.h" nogil:
+    void rf_rows_xw_f64(const double *X, int64_t sxi, int64_t sxk, int64_t d, const double *W, int64_t ldw,
+                        int64_t m, double *out, int64_t ld_out, int64_t n, double *pad)
+    void rf_rows_xw_f32(const float *X, int64_t sxi, int64_t sxk, int64_t d, const float *W, int64_t ldw,
+                        int64_t m, float *out, int64_t ld_out, int64_t n, float *pad)
+    int rf_rowgemm_init()
+    int RF_XW_JB_F32
+    int RF_XW_JB_F64
+
 cdef int _ISA = rf_trig_init()
+cdef int _ROWGEMM_ISA = rf_rowgemm_init()
 
 
 def vector_isa():
@@ -107,21 +119,37 @@ cdef inline void _trig_rows(floating *out, Py_ssize_t ld_out, Py_ssize_t r0, Py_
             _cos(row + c0, b + c0, m, scale)
 
 
+cdef inline void _rows_xw(const floating *X, int64_t sxi, int64_t sxk, int64_t d, const floating *W,
+                          int64_t ldw, int64_t m, floating *out, int64_t ld_out, int64_t n,
+                          floating *pad) noexcept nogil:
+    # pad: _pad_bytes(d, itemsize) of scratch (used when m is not a multiple of the panel width)
+    if floating is float:
+        rf_rows_xw_f32(X, sxi, sxk, d, W, ldw, m, out, ld_out, n, pad)
+    else:
+        rf_rows_xw_f64(X, sxi, sxk, d, W, ldw, m, out, ld_out, n, pad)
+
+
+cdef inline Py_ssize_t _pad_bytes(Py_ssize_t d, Py_ssize_t itemsize) noexcept nogil:
+    """Scratch the row-independent kernel needs for a zero-padded W panel."""
+    return d * (RF_XW_JB_F32 if itemsize == 4 else RF_XW_JB_F64) * itemsize
+
+
 cdef void _dense_tile(const floating *X, Py_ssize_t ldx, bint x_colmajor, Py_ssize_t d,
                       const floating *W, Py_ssize_t n_freq, const floating *b,
                       floating *out, Py_ssize_t ld_out, Py_ssize_t r0, Py_ssize_t r1,
                       Py_ssize_t c_lo, Py_ssize_t c_hi, Py_ssize_t col_block, bint cossin,
-                      floating scale) noexcept nogil:
-    # Row-major out = X @ W is column-major outᵀ = Wᵀ @ Xᵀ, and a row-major
-    # W (d × n_freq) is the column-major Wᵀ: so gemm('N', ·) with A = W and
-    # B = X (transposed by gemm when X is Fortran-ordered).
+                      floating scale, floating *pad) noexcept nogil:
+    # X @ W by the row-independent kernel (randfeat_rowgemm.h), not BLAS
+    # gemm, whose result for a row depends on the rows computed with it:
+    # a row's features must not depend on how rows are split into calls.
     cdef int m
     cdef const floating *Xt = (X + r0) if x_colmajor else (X + r0 * ldx)
+    cdef int64_t sxi = 1 if x_colmajor else ldx
+    cdef int64_t sxk = ldx if x_colmajor else 1
     cdef Py_ssize_t c0 = c_lo
     while c0 < c_hi:  # column blocks
         m = <int>min(col_block, n_freq - c0)
-        gemm(c'N', c'T' if x_colmajor else c'N', m, <int>(r1 - r0), <int>d, 1, W + c0,
-             <int>n_freq, Xt, <int>ldx, 0, out + r0 * ld_out + c0, <int>ld_out)
+        _rows_xw(Xt, sxi, sxk, d, W + c0, n_freq, m, out + r0 * ld_out + c0, ld_out, r1 - r0, pad)
         _trig_rows(out, ld_out, r0, r1, c0, m, n_freq, b, cossin, scale)
         c0 += col_block
 
@@ -174,9 +202,9 @@ cdef class _FourierTiles(ChunkLoop):
     cdef void run_chunk(self, Py_ssize_t chunk, void *scratch) noexcept nogil:
         cdef Py_ssize_t r0 = (chunk // self.n_col_chunks) * self.tile_rows
         cdef Py_ssize_t c0 = (chunk % self.n_col_chunks) * self.chunk_cols
-        self.tile(r0, min(self.n_rows, r0 + self.tile_rows), c0, min(self.n_freq, c0 + self.chunk_cols))
+        self.tile(r0, min(self.n_rows, r0 + self.tile_rows), c0, min(self.n_freq, c0 + self.chunk_cols), scratch)
 
-    cdef void tile(self, Py_ssize_t r0, Py_ssize_t r1, Py_ssize_t c0, Py_ssize_t c1) noexcept nogil:
+    cdef void tile(self, Py_ssize_t r0, Py_ssize_t r1, Py_ssize_t c0, Py_ssize_t c1, void *scratch) noexcept nogil:
         pass
 
 
@@ -185,15 +213,15 @@ cdef class _DenseTiles(_FourierTiles):
     cdef Py_ssize_t ldx, d
     cdef bint colmajor
 
-    cdef void tile(self, Py_ssize_t r0, Py_ssize_t r1, Py_ssize_t c0, Py_ssize_t c1) noexcept nogil:
+    cdef void tile(self, Py_ssize_t r0, Py_ssize_t r1, Py_ssize_t c0, Py_ssize_t c1, void *scratch) noexcept nogil:
         if self.single:
             _dense_tile(<const float *>self.X, self.ldx, self.colmajor, self.d, <const float *>self.W,
                         self.n_freq, <const float *>self.b, <float *>self.out, self.ld_out, r0, r1,
-                        c0, c1, self.col_block, self.cossin, <float>self.scale)
+                        c0, c1, self.col_block, self.cossin, <float>self.scale, <float *>scratch)
         else:
             _dense_tile(<const double *>self.X, self.ldx, self.colmajor, self.d, <const double *>self.W,
                         self.n_freq, <const double *>self.b, <double *>self.out, self.ld_out, r0, r1,
-                        c0, c1, self.col_block, self.cossin, self.scale)
+                        c0, c1, self.col_block, self.cossin, self.scale, <double *>scratch)
 
 
 cdef class _CsrTiles(_FourierTiles):
@@ -202,7 +230,7 @@ cdef class _CsrTiles(_FourierTiles):
     cdef const void *indptr
     cdef bint idx64
 
-    cdef void tile(self, Py_ssize_t r0, Py_ssize_t r1, Py_ssize_t c0, Py_ssize_t c1) noexcept nogil:
+    cdef void tile(self, Py_ssize_t r0, Py_ssize_t r1, Py_ssize_t c0, Py_ssize_t c1, void *scratch) noexcept nogil:
         # Picks the (value, index) instantiation of _csr_tile for this call's dtypes.
         if self.single and self.idx64:
             _csr_tile(<const float *>self.data, <const int64_t *>self.indices,
@@ -256,6 +284,7 @@ def fourier_dense(const floating[:, :] X, const floating[:, ::1] W, const floati
         return
     rows, cols = tile_shape(n_freq, item, cossin)
     loop.X, loop.d = &X[0, 0], d
+    loop.scratch_bytes = _pad_bytes(d, item)
     loop.setup(N, n_freq, floating is float, cossin, scale, tile_rows if tile_rows > 0 else rows,
                col_block if col_block > 0 else cols, n_threads, &W[0, 0],
                &b[0] if b.shape[0] > 0 else NULL, &out[0, 0], out.shape[1])
@@ -301,3 +330,18 @@ def cos_shifted(floating[::1] x, const floating[::1] b, double scale=1.0):
     if x.shape[0] == 0:
         return
     _cos(&x[0], &b[0], x.shape[0], <floating>scale)
+
+
+def rows_xw(const floating[:, ::1] X, const floating[:, ::1] W, floating[:, ::1] out):
+    """Test hook: out <- X @ W by the row-independent kernel of the dense transform."""
+    if W.shape[0] != X.shape[1] or out.shape[0] != X.shape[0] or out.shape[1] != W.shape[1]:
+        raise ValueError("inconsistent shapes of X, W and out")
+    if X.shape[0] == 0 or W.shape[1] == 0:
+        return
+    if X.shape[1] == 0:
+        out[:, :] = 0
+        return
+    pad = np.empty(_pad_bytes(X.shape[1], sizeof(floating)), dtype=np.uint8)
+    cdef unsigned char[::1] pad_view = pad
+    _rows_xw(&X[0, 0], X.shape[1], 1, X.shape[1], &W[0, 0], W.shape[1], W.shape[1], &out[0, 0],
+             out.shape[1], X.shape[0], <floating *>&pad_view[0])
