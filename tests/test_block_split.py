@@ -47,21 +47,25 @@ def test_fourier_features_independent_of_the_split(dtype, d, feature_map):
 
 @pytest.mark.kernel
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("shape", [(1, 1, 1), (7, 3, 5), (13, 54, 16), (6, 100, 33), (40, 9, 8)])
-def test_rows_xw_against_numpy(dtype, shape):
+@pytest.mark.parametrize("shape", [(1, 1, 1), (7, 3, 5), (13, 54, 16), (6, 100, 33), (40, 9, 8), (300, 70, 1)])
+def test_row_products_against_numpy(dtype, shape):
     n, d, m = shape
     rng = np.random.default_rng(0)
     X = rng.standard_normal((n, d)).astype(dtype)
     W = rng.standard_normal((d, m)).astype(dtype)
     out = np.full((n, m), np.nan, dtype=dtype)
-    _fourier_fast.rows_xw(X, W, out)
+    _fourier_fast.row_products(X, W, out, 2)
     exact = X.astype(np.float64) @ W.astype(np.float64)
     bound = d * np.finfo(dtype).eps * (np.abs(X).astype(np.float64) @ np.abs(W).astype(np.float64))
     assert np.all(np.abs(out - exact) <= bound)
+    # Fortran order takes the same path per row
+    out_f = np.empty_like(out)
+    _fourier_fast.row_products(np.asfortranarray(X), W, out_f, 2)
+    np.testing.assert_array_equal(out_f, out)
     # each row alone gives the same bits
     for i in range(n):
         row = np.empty((1, m), dtype=dtype)
-        _fourier_fast.rows_xw(X[i:i + 1], W, row)
+        _fourier_fast.row_products(X[i:i + 1], W, row, 1)
         np.testing.assert_array_equal(row[0], out[i])
 
 
@@ -89,3 +93,28 @@ def test_split_independence_on_every_vector_path(isa):
     if order.index(isa) > order.index(_fourier_fast.vector_isa()):
         pytest.skip(f"this CPU has no {isa} path")
     run_on_vector_path(_ISA_SCRIPT, isa)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("k", [None, 3])
+def test_ridge_predictions_independent_of_split_and_threads(dtype, k):
+    # Ridge.predict's product is the row-independent kernel: the same bits
+    # for any n_jobs and any split of the rows (client vs Dask workers).
+    from randfeat import Ridge
+
+    rng = np.random.default_rng(2)
+    X = rng.standard_normal((1300, 40)).astype(dtype)
+    y = X @ rng.standard_normal(40) if k is None else X @ rng.standard_normal((40, k))
+    for features in (None, RandomFourierFeatures(150, random_state=0)):
+        est = Ridge(alpha=1.0, features=features).fit(X, y)
+        ref = est.predict(X)
+        for n_jobs in (1, 2):
+            est.set_params(n_jobs=n_jobs)
+            np.testing.assert_array_equal(est.predict(X), ref)
+            for step in (1, 7, 513):
+                parts = np.concatenate([est.predict(X[s:s + step]) for s in range(0, 1300, step)])
+                np.testing.assert_array_equal(parts, ref)
+        exact = (X.astype(np.float64) @ np.asarray(est.coef_, np.float64).T if features is None else None)
+        if exact is not None:
+            np.testing.assert_allclose(ref, exact + est.intercept_, rtol=0,
+                                       atol=50 * np.finfo(dtype).eps * np.abs(exact).max())

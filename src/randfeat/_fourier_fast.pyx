@@ -19,7 +19,6 @@ Callers (randfeat._fourier_transform) must run these functions under
 """
 
 cimport cython
-import numpy as np
 from cython cimport floating
 from libc.stdint cimport int32_t, int64_t
 
@@ -53,6 +52,10 @@ cdef extern from "randfeat_rowgemm.h" nogil:
                         int64_t m, double *out, int64_t ld_out, int64_t n, double *pad)
     void rf_rows_xw_f32(const float *X, int64_t sxi, int64_t sxk, int64_t d, const float *W, int64_t ldw,
                         int64_t m, float *out, int64_t ld_out, int64_t n, float *pad)
+    void rf_rows_product_f64(const double *X, int64_t sxi, int64_t sxk, int64_t d, const double *W,
+                             int64_t ldw, int64_t m, double *out, int64_t ld_out, int64_t n, double *pad)
+    void rf_rows_product_f32(const float *X, int64_t sxi, int64_t sxk, int64_t d, const float *W,
+                             int64_t ldw, int64_t m, float *out, int64_t ld_out, int64_t n, float *pad)
     int rf_rowgemm_init()
     int RF_XW_JB_F32
     int RF_XW_JB_F64
@@ -332,16 +335,61 @@ def cos_shifted(floating[::1] x, const floating[::1] b, double scale=1.0):
     _cos(&x[0], &b[0], x.shape[0], <floating>scale)
 
 
-def rows_xw(const floating[:, ::1] X, const floating[:, ::1] W, floating[:, ::1] out):
-    """Test hook: out <- X @ W by the row-independent kernel of the dense transform."""
-    if W.shape[0] != X.shape[1] or out.shape[0] != X.shape[0] or out.shape[1] != W.shape[1]:
+cdef class _RowProducts(ChunkLoop):
+    """out = X @ W in fixed tiles of rows, each by the row-independent kernel."""
+    cdef const void *X
+    cdef const void *W
+    cdef void *out
+    cdef int64_t sxi, sxk, d, m, ld_out, n_rows
+    cdef bint single
+
+    cdef void run_chunk(self, Py_ssize_t chunk, void *scratch) noexcept nogil:
+        cdef int64_t r0 = chunk * _PRODUCT_TILE_ROWS
+        cdef int64_t n = min(self.n_rows - r0, <int64_t>_PRODUCT_TILE_ROWS)
+        # (one column: a dot product per row; more: the panel kernel)
+        if self.single:
+            rf_rows_product_f32(<const float *>self.X + r0 * self.sxi, self.sxi, self.sxk, self.d,
+                                <const float *>self.W, self.m, self.m, <float *>self.out + r0 * self.ld_out,
+                                self.ld_out, n, <float *>scratch)
+        else:
+            rf_rows_product_f64(<const double *>self.X + r0 * self.sxi, self.sxi, self.sxk, self.d,
+                                <const double *>self.W, self.m, self.m, <double *>self.out + r0 * self.ld_out,
+                                self.ld_out, n, <double *>scratch)
+
+
+# Rows per chunk of ``row_products``: fixed, so results never depend on n_threads.
+cdef enum:
+    _PRODUCT_TILE_ROWS = 256
+
+
+def row_products(const floating[:, :] X, const floating[:, ::1] W, floating[:, ::1] out, int n_threads):
+    """out <- X @ W, each row's result independent of the other rows and of ``n_threads``.
+
+    The product of the dense Fourier kernel, for other callers (``Ridge``'s
+    predictions): unlike BLAS gemm, a row gets the same bits whichever rows
+    are multiplied with it.  X must have one unit stride (C-ordered rows or
+    Fortran-ordered columns).
+    """
+    cdef Py_ssize_t N = X.shape[0], d = X.shape[1], m = W.shape[1]
+    cdef Py_ssize_t item = sizeof(floating)
+    cdef _RowProducts loop = _RowProducts()
+    if W.shape[0] != d or out.shape[0] != N or out.shape[1] != m:
         raise ValueError("inconsistent shapes of X, W and out")
-    if X.shape[0] == 0 or W.shape[1] == 0:
+    if N == 0 or m == 0:
         return
-    if X.shape[1] == 0:
+    if d == 0:
         out[:, :] = 0
         return
-    pad = np.empty(_pad_bytes(X.shape[1], sizeof(floating)), dtype=np.uint8)
-    cdef unsigned char[::1] pad_view = pad
-    _rows_xw(&X[0, 0], X.shape[1], 1, X.shape[1], &W[0, 0], W.shape[1], W.shape[1], &out[0, 0],
-             out.shape[1], X.shape[0], <floating *>&pad_view[0])
+    if X.strides[1] == item and X.strides[0] >= d * item and X.strides[0] % item == 0:
+        loop.sxi, loop.sxk = X.strides[0] // item, 1
+    elif X.strides[0] == item and X.strides[1] >= N * item and X.strides[1] % item == 0:
+        loop.sxi, loop.sxk = 1, X.strides[1] // item
+    else:
+        raise ValueError("X needs one positive unit stride; make it contiguous first")
+    loop.X, loop.W, loop.out = &X[0, 0], &W[0, 0], &out[0, 0]
+    loop.d, loop.m, loop.ld_out, loop.n_rows = d, m, out.shape[1], N
+    loop.single = floating is float
+    loop.n_threads = n_threads
+    loop.n_chunks = (N + _PRODUCT_TILE_ROWS - 1) // _PRODUCT_TILE_ROWS
+    loop.scratch_bytes = _pad_bytes(d, item)
+    loop.run()

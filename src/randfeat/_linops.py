@@ -42,6 +42,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import scipy.sparse as sp
 
+from . import _fourier_fast
+from ._fourier_transform import _gemm_ready
 from ._onehot_fast import n_row_blocks, onehot_matmat, onehot_tmatmat
 from ._sparse_fast import (
     compact_columns,
@@ -640,6 +642,35 @@ class DenseProducts(RowBlockOperator):
             for s, e in self._row_chunks():
                 out += w[s:e] @ self.Z[s:e].astype(np.float64)
         return out
+
+
+def row_products(Z, W, n_threads):
+    """Return Z @ W with each row's result independent of the other rows and of ``n_threads``.
+
+    For predictions: BLAS gemm's result for a row depends, in the last bits,
+    on the rows multiplied with it (and on its thread count), so the same
+    row predicted in two chunks, or on a Dask worker and on the client,
+    could differ.  Dense Z goes through the Fourier kernel's row-independent
+    product; sparse Z through SciPy's CSR product (one row at a time).
+
+    Parameters
+    ----------
+    Z : ndarray or sparse matrix of shape (N, D), float32 or float64
+    W : ndarray of shape (D, K)
+        Cast to Z's dtype.
+    n_threads : int
+
+    Returns
+    -------
+    ndarray of shape (N, K), Z's dtype
+    """
+    W = np.ascontiguousarray(W, dtype=Z.dtype)
+    if sp.issparse(Z):
+        return np.asarray(Z @ W)
+    Z = _gemm_ready(Z)  # one positive unit stride, else a C copy
+    out = np.empty((Z.shape[0], W.shape[1]), dtype=Z.dtype)
+    _fourier_fast.row_products(Z, W, out, n_threads)
+    return out
 
 
 def make_products(Z, n_threads):

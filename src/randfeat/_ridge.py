@@ -41,7 +41,7 @@ from ._base import RandomFeatureMap, ValidatedParamsMixin, fit_context
 from ._dask import is_dask_array
 from ._cg import cg_ridge
 from ._cholesky import RidgeSolution
-from ._linops import make_products
+from ._linops import make_products, row_products
 from ._stats import StatisticsAccumulator
 from ._threads import effective_n_threads
 from ._validation import N_JOBS, Interval, check_sample_weight, validate_X, validate_X_y
@@ -299,8 +299,10 @@ class _BaseRidge(ValidatedParamsMixin, BaseEstimator):
         coef = self.coef_.reshape(-1, self.coef_.shape[-1])
         K = coef.shape[0]
         out = np.empty((X.shape[0], K), dtype=coef.dtype)
+        n_threads = effective_n_threads(self.n_jobs)
         for s, e, Zb in self._features_chunks(X):
-            out[s:e] = Zb @ coef.T.astype(Zb.dtype, copy=False)
+            # Row-independent: a row's prediction has the same bits in any chunk, on any worker.
+            out[s:e] = row_products(Zb, coef.T, n_threads)
         out += np.asarray(self.intercept_, dtype=out.dtype)  # scalar, (1,) or (K,): broadcasts
         return X, out
 

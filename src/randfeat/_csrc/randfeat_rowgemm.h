@@ -126,8 +126,70 @@ typedef float rf_vf32 __attribute__((vector_size(32), aligned(4)));
         }                                                                                             \
     }
 
+/* One column (m = 1, a regression's predictions): a dot product per row,
+ * memory-bound, so the panel kernel's JB-wide padding would waste JB - 1
+ * of every JB multiply-adds.  Every row runs the same code: 4 vector
+ * accumulators over k (lane l of vector a holds the k = l (mod L) terms of
+ * its quarter of each 4L-step), the tail terms added in order, the lanes
+ * summed in a fixed order.  A row with a column stride (Fortran-ordered X)
+ * is first gathered into the contiguous scratch, so it takes the same path. */
+#if RF_XW_VECTORS
+#define RF_ROWDOT_BODY(SUFFIX, VAL)                                                                    \
+    RF_INLINE VAL rf_dot_##SUFFIX(const VAL *RF_RESTRICT x, const VAL *RF_RESTRICT w, int64_t d)       \
+    {                                                                                                 \
+        enum { L = sizeof(rf_v##SUFFIX) / sizeof(VAL) };                                              \
+        rf_v##SUFFIX a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0}, u, v;                                    \
+        int64_t k = 0;                                                                                \
+        for (; k + 4 * L <= d; k += 4 * L) {                                                          \
+            memcpy(&u, x + k, sizeof u); memcpy(&v, w + k, sizeof v); a0 += u * v;                    \
+            memcpy(&u, x + k + L, sizeof u); memcpy(&v, w + k + L, sizeof v); a1 += u * v;            \
+            memcpy(&u, x + k + 2 * L, sizeof u); memcpy(&v, w + k + 2 * L, sizeof v); a2 += u * v;    \
+            memcpy(&u, x + k + 3 * L, sizeof u); memcpy(&v, w + k + 3 * L, sizeof v); a3 += u * v;    \
+        }                                                                                             \
+        VAL tail = 0;                                                                                 \
+        for (; k < d; ++k) tail += x[k] * w[k];                                                       \
+        a0 = (a0 + a1) + (a2 + a3);                                                                   \
+        VAL lanes[L];                                                                                 \
+        memcpy(lanes, &a0, sizeof a0);                                                                \
+        VAL sum = 0;                                                                                  \
+        for (int l = 0; l < L; ++l) sum += lanes[l];                                                  \
+        return sum + tail;                                                                            \
+    }
+#else
+#define RF_ROWDOT_BODY(SUFFIX, VAL)                                                                    \
+    RF_INLINE VAL rf_dot_##SUFFIX(const VAL *RF_RESTRICT x, const VAL *RF_RESTRICT w, int64_t d)       \
+    {                                                                                                 \
+        VAL sum = 0;                                                                                  \
+        for (int64_t k = 0; k < d; ++k) sum += x[k] * w[k];                                           \
+        return sum;                                                                                   \
+    }
+#endif
+
+/* The whole product, m >= 1; pad holds d * JB values. */
+#define RF_ROWPRODUCT_BODY(SUFFIX, VAL)                                                               \
+    RF_ROWDOT_BODY(SUFFIX, VAL)                                                                       \
+    RF_INLINE void rf_rows_product_##SUFFIX##_body(const VAL *X, int64_t sxi, int64_t sxk, int64_t d,   \
+                                                  const VAL *W, int64_t ldw, int64_t m, VAL *out,      \
+                                                  int64_t ld_out, int64_t n, VAL *pad)                 \
+    {                                                                                                 \
+        if (m != 1) {                                                                                 \
+            rf_rows_xw_##SUFFIX##_body(X, sxi, sxk, d, W, ldw, m, out, ld_out, n, pad);               \
+            return;                                                                                   \
+        }                                                                                             \
+        for (int64_t i = 0; i < n; ++i) {                                                             \
+            const VAL *x = X + i * sxi;                                                               \
+            if (sxk != 1) {                                                                           \
+                for (int64_t k = 0; k < d; ++k) pad[k] = x[k * sxk];                                  \
+                x = pad;                                                                              \
+            }                                                                                         \
+            out[i * ld_out] = rf_dot_##SUFFIX(x, W, d);                                               \
+        }                                                                                             \
+    }
+
 RF_ROWGEMM_BODIES(f64, double, RF_XW_JB_F64)
 RF_ROWGEMM_BODIES(f32, float, RF_XW_JB_F32)
+RF_ROWPRODUCT_BODY(f64, double)
+RF_ROWPRODUCT_BODY(f32, float)
 
 #define RF_ROWS_XW_F64_PARAMS                                                                       \
     (const double *X, int64_t sxi, int64_t sxk, int64_t d, const double *W, int64_t ldw, int64_t m, \
@@ -141,12 +203,18 @@ RF_ISA_CLONES(rf_rows_xw_f64, RF_ROWS_XW_F64_PARAMS, RF_ROWS_XW_ARGS)
 RF_ISA_CLONES(rf_rows_xw_f32, RF_ROWS_XW_F32_PARAMS, RF_ROWS_XW_ARGS)
 RF_ISA_POINTER(rf_rows_xw_f64, RF_ROWS_XW_F64_PARAMS)
 RF_ISA_POINTER(rf_rows_xw_f32, RF_ROWS_XW_F32_PARAMS)
+RF_ISA_CLONES(rf_rows_product_f64, RF_ROWS_XW_F64_PARAMS, RF_ROWS_XW_ARGS)
+RF_ISA_CLONES(rf_rows_product_f32, RF_ROWS_XW_F32_PARAMS, RF_ROWS_XW_ARGS)
+RF_ISA_POINTER(rf_rows_product_f64, RF_ROWS_XW_F64_PARAMS)
+RF_ISA_POINTER(rf_rows_product_f32, RF_ROWS_XW_F32_PARAMS)
 
 /* Pick the code path once (at module import); returns the RF_ISA_* used. */
 static int rf_rowgemm_init(void) {
     int isa = rf_detect_isa();
     RF_ISA_PICK(rf_rows_xw_f64, isa);
     RF_ISA_PICK(rf_rows_xw_f32, isa);
+    RF_ISA_PICK(rf_rows_product_f64, isa);
+    RF_ISA_PICK(rf_rows_product_f32, isa);
     return isa;
 }
 
