@@ -317,3 +317,21 @@ def test_cluster_classifier_cg_on_binning_features(cluster_client):
     np.testing.assert_array_equal(est.classes_, ref.classes_)
     _close(est.coef_, ref.coef_, rtol=1e-9)
     np.testing.assert_array_equal(est.predict(Xd).compute(), ref.predict(X))
+
+
+def test_ridge_cv_refuses_dask_fit_and_predicts_lazily(sync):
+    from randfeat import RidgeClassifierCV, RidgeCV
+
+    X, y, _ = _data()
+    Xd = da.from_array(X, chunks=CHUNKS)
+    with pytest.raises(TypeError, match="RidgeCV.fit does not accept Dask arrays yet"):
+        RidgeCV().fit(Xd, da.from_array(y, chunks=(CHUNKS[0],)))
+    labels = (X[:, 0] > 2).astype(int)
+    with pytest.raises(TypeError, match="RidgeClassifierCV.fit does not accept Dask arrays yet"):
+        RidgeClassifierCV().fit(Xd, labels)
+    est = RidgeCV(alphas=(0.1, 1.0)).fit(X, y)
+    pred = est.predict(Xd)
+    assert isinstance(pred, da.Array)
+    np.testing.assert_array_equal(pred.compute(), est.predict(X))
+    clf = RidgeClassifierCV(alphas=(0.1, 1.0)).fit(X, labels)
+    np.testing.assert_array_equal(clf.predict(Xd).compute(), clf.predict(X))

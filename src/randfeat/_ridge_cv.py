@@ -35,7 +35,9 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, clone
 from sklearn.metrics import check_scoring, get_scorer_names
 from sklearn.utils._param_validation import InvalidParameterError, StrOptions
 
+from . import _dask
 from ._base import RandomFeatureMap, fit_context
+from ._dask import is_dask_array
 from ._ridge import CHOLESKY_MAX_FEATURES, RidgeClassifier, _BaseRidge, _default_chunk_rows, _pm1_targets, _validate_Xy
 from ._stats import StatisticsAccumulator
 from ._threads import effective_n_threads, single_threaded_blas
@@ -514,6 +516,7 @@ class RidgeCV(_RidgeCVMixin, RegressorMixin, _BaseRidge):
         -------
         self : RidgeCV
         """
+        _refuse_dask(self, X)
         X, y, sample_weight = _validate_Xy(self, X, y, sample_weight)
         Y = np.asarray(y, dtype=np.float64)
         y_shape = "1d" if Y.ndim == 1 else ("column" if Y.shape[1] == 1 else "2d")
@@ -542,6 +545,8 @@ class RidgeCV(_RidgeCVMixin, RegressorMixin, _BaseRidge):
         -------
         y_pred : ndarray of shape (n_samples,) or (n_samples, n_targets)
         """
+        if is_dask_array(X):  # lazy, block by block on the workers
+            return _dask.predict_blocks(self, X, "predict")
         _, out = self._decision(X)
         return out[:, 0] if self.coef_.ndim == 1 else out
 
@@ -620,6 +625,7 @@ class RidgeClassifierCV(_RidgeCVMixin, RidgeClassifier):
         -------
         self : RidgeClassifierCV
         """
+        _refuse_dask(self, X)
         X, y, sample_weight = _validate_Xy(self, X, y, sample_weight)
         binarizer, Y = _pm1_targets(y, type(self).__name__)
         self._pending_classes = binarizer.classes_
@@ -635,6 +641,18 @@ class RidgeClassifierCV(_RidgeCVMixin, RidgeClassifier):
         scorer = check_scoring(self, scoring=self.scoring)
         est = _IdentityClassifier(self._pending_classes)
         return np.array([scorer(est, pred[:, :, i], y_true, **params) for i in range(pred.shape[2])])
+
+
+def _refuse_dask(est, X):
+    """Raise a clear error for a Dask X (fit would otherwise pull it to the client)."""
+    if is_dask_array(X):
+        name = type(est).__name__
+        raise TypeError(
+            f"{name}.fit does not accept Dask arrays yet (its leave-one-out passes over the rows run in "
+            f"memory, and it would pull X to the client). Choose alpha (and gamma) with {name} on a sample that fits in memory "
+            f"(e.g. X[:100_000].compute()), then fit randfeat.{name.replace('CV', '')}(alpha=...) on the "
+            f"Dask array; the fitted {name}'s predict and decision_function accept Dask arrays."
+        )
 
 
 class _IdentityRegressor(RegressorMixin, BaseEstimator):
