@@ -161,7 +161,7 @@ def test_clone_pickle_pipeline():
         ({"alphas": [np.nan]}, "> 0"),
         ({"alphas": 0.0}, "alphas"),
         ({"cv": 1}, "cv"),
-        ({"cv": 5}, "not implemented"),
+        ({"cv": "loo"}, "cv"),
         ({"scoring": "no_such_scorer"}, "scoring"),
         ({"cv": "gcv", "scoring": "r2"}, "gcv"),
     ],
@@ -236,3 +236,84 @@ def test_bad_gammas(kwargs, match):
     kwargs = {"features": RandomFourierFeatures(10, random_state=0), **kwargs}
     with pytest.raises(InvalidParameterError, match=match):
         RidgeCV(**kwargs).fit(X, Y[:, 0])
+
+
+# ------------------------------------------------------------------ k-fold
+def _brute_kfold_scores(Z, Y, w, folds, alphas, fit):
+    """Negated pooled weighted squared error of per-fold fits (the oracle of cv=k)."""
+    N, K = Y.shape
+    scores = []
+    for a in alphas:
+        sq = 0.0
+        for tr, te in folds:
+            pred = np.asarray(fit(a, Z[tr], Y[tr], w[tr]).predict(Z[te])).reshape(len(te), K)
+            sq += (w[te, None] * (Y[te] - pred) ** 2).sum()
+        scores.append(-sq / (N * K))
+    return np.array(scores)
+
+
+@pytest.mark.parametrize("k", [1, 2])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_kfold_dense_equals_per_fold_sklearn_fits(k, weighted):
+    from sklearn.model_selection import KFold
+
+    X, Y, w = make_data(80, 5, k)
+    w = w if weighted else np.ones(80)
+    folds = list(KFold(4).split(X))
+    m = RidgeCV(ALPHAS, cv=KFold(4), store_cv_results=True).fit(X, Y if k > 1 else Y[:, 0],
+                                                                sample_weight=w if weighted else None)
+    want = _brute_kfold_scores(X, Y, w, folds, ALPHAS,
+                               lambda a, Xt, Yt, wt: sklm.Ridge(alpha=a).fit(Xt, Yt, sample_weight=wt))
+    assert m.alpha_ == ALPHAS[np.argmax(want)]
+    assert m.best_score_ == pytest.approx(want.max(), rel=1e-8)
+    ref = sklm.Ridge(alpha=m.alpha_).fit(X, Y if k > 1 else Y[:, 0], sample_weight=w)
+    assert rel(m.coef_, ref.coef_) < 1e-8 and rel(m.intercept_, ref.intercept_) < 1e-8
+    assert m.cv_results_.shape == ((80, len(ALPHAS)) if k == 1 else (80, k, len(ALPHAS)))
+
+
+@pytest.mark.parametrize("intercept", [True, False])
+def test_kfold_binning_features_equal_per_fold_cg_fits(intercept, monkeypatch):
+    # Sparse features wider than the Gram limit: cv=None means 5-fold CG fits
+    # (the alpha path with warm starts); the oracle is randfeat's own Ridge(solver="cg")
+    # refitted per fold and alpha, to the same CG tolerance.
+    from sklearn.model_selection import KFold
+
+    from randfeat import RandomBinningFeatures, Ridge
+    from randfeat import _ridge_cv
+
+    monkeypatch.setattr(_ridge_cv, "CHOLESKY_MAX_FEATURES", 50)
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((300, 3))
+    y = np.sin(2 * X).sum(axis=1) + 0.1 * rng.standard_normal(300)
+    alphas = np.array([0.01, 0.1, 1.0, 10.0])
+    fm = RandomBinningFeatures(15, gamma=1.0, random_state=0)
+    m = RidgeCV(alphas, features=fm, fit_intercept=intercept).fit(X, y)
+    Z = clone(fm).fit_transform(X)
+    assert Z.shape[1] > 50
+    want = _brute_kfold_scores(Z, y[:, None], np.ones(300), list(KFold(5).split(X)), alphas,
+                               lambda a, Zt, yt, wt: Ridge(alpha=a, solver="cg", tol=1e-10,
+                                                           fit_intercept=intercept).fit(Zt, yt[:, 0]))
+    assert m.alpha_ == alphas[np.argmax(want)]
+    assert m.best_score_ == pytest.approx(want.max(), rel=1e-4)
+    ref = Ridge(alpha=m.alpha_, solver="cg", tol=1e-10, fit_intercept=intercept).fit(Z, y)
+    assert rel(m.coef_, ref.coef_) < 1e-3
+    np.testing.assert_array_equal(m.features_.transform(X).toarray(), Z.toarray())
+    with pytest.raises(ValueError, match="gcv.*D × D eigendecomposition"):
+        RidgeCV(alphas, features=fm, cv="gcv").fit(X, y)
+
+
+def test_kfold_classifier_and_bad_splitters():
+    from sklearn.model_selection import ShuffleSplit
+
+    from randfeat import RandomBinningFeatures
+
+    X, Y, _ = make_data(120, 3, 1)
+    y = np.digitize(Y[:, 0], np.quantile(Y[:, 0], [0.33, 0.66]))
+    m = RidgeClassifierCV(ALPHAS, features=RandomBinningFeatures(10, random_state=0), cv=3,
+                          scoring="accuracy").fit(X, y)
+    assert m.alpha_ in ALPHAS and 0.0 <= m.best_score_ <= 1.0
+    np.testing.assert_array_equal(m.classes_, [0, 1, 2])
+    with pytest.raises(ValueError, match="exactly once"):
+        RidgeCV(ALPHAS, cv=ShuffleSplit(3, random_state=0)).fit(X, Y[:, 0])
+    with pytest.raises(ValueError, match="n_splits=200"):
+        RidgeCV(ALPHAS, cv=200).fit(X, Y[:, 0])

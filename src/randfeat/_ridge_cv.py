@@ -32,13 +32,17 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, clone
+from sklearn.base import is_classifier
 from sklearn.metrics import check_scoring, get_scorer_names
+from sklearn.model_selection import check_cv
 from sklearn.utils._param_validation import InvalidParameterError, StrOptions
 
 from . import _dask
 from ._base import RandomFeatureMap, fit_context
 from ._dask import is_dask_array
 from ._ridge import CHOLESKY_MAX_FEATURES, RidgeClassifier, _BaseRidge, _default_chunk_rows, _pm1_targets, _validate_Xy
+from ._cg import cg_ridge_path
+from ._linops import make_products
 from ._stats import StatisticsAccumulator
 from ._threads import effective_n_threads, single_threaded_blas
 from ._validation import N_JOBS, Interval
@@ -48,6 +52,10 @@ from ._validation import N_JOBS, Interval
 AUTO_GAMMA_FACTORS = (0.1, 0.3, 1.0, 3.0, 10.0)
 #: Rows (a fixed-seed subsample) on which the median pairwise distance is taken.
 AUTO_GAMMA_ROWS = 1000
+
+
+#: Relative residual at which the k-fold path's CG fits stop (``Ridge``'s default tol).
+CV_TOL = 1e-6
 
 
 def _as_positive(name, values):
@@ -141,7 +149,7 @@ class _RidgeCVMixin:
         "alphas": ["array-like", Interval(Real, 0, None, closed="neither")],
         "features": [RandomFeatureMap, None],
         "gammas": ["array-like", StrOptions({"auto"}), None],
-        "cv": [None, StrOptions({"gcv"})],
+        "cv": [None, StrOptions({"gcv"}), Interval(Integral, 2, None, closed="left"), "cv_object"],
         "scoring": [StrOptions(set(get_scorer_names())), callable, None],
         "fit_intercept": ["boolean"],
         "alpha_per_target": ["boolean"],
@@ -180,8 +188,8 @@ class _RidgeCVMixin:
 
     def _explain_invalid(self, name, value):
         if name == "cv":
-            return ("K-fold selection (cv=int or a splitter) is not implemented yet: use cv=None "
-                    "(leave-one-out) or cv='gcv'.")
+            return (f"cv must be None (leave-one-out), 'gcv', a number of folds >= 2 or a scikit-learn "
+                    f"splitter; got {value!r}.")
         return super()._explain_invalid(name, value)
 
     def _check_param_combinations(self):
@@ -208,21 +216,15 @@ class _RidgeCVMixin:
         features = clone(template)
         if getattr(features, "_sparse_output", False):
             Z = features.fit_transform(X)
-            D = Z.shape[1]
-            if D > CHOLESKY_MAX_FEATURES:
-                raise ValueError(
-                    f"{type(self).__name__} selects alpha in closed form from a D × D eigendecomposition; the "
-                    f"sparse features give D={D} > {CHOLESKY_MAX_FEATURES}. Use fewer bins/grids, or "
-                    f"GridSearchCV over randfeat.Ridge(features=...) for wide sparse features."
-                )
-            return features, Z, D
+            return features, sp.csr_matrix(Z), Z.shape[1]
         features.fit(X)
         return features, None, int(features.n_features_out_)
 
     def _blocks(self, X, Z, features, D):
         """Yield (start, stop, dense Z block) over the rows (Z None: transform X chunk by chunk)."""
-        N = X.shape[0]
-        itemsize = 4 if X.dtype == np.float32 else 8
+        source = X if Z is None else Z
+        N = source.shape[0]
+        itemsize = 4 if source.dtype == np.float32 else 8
         step = self.chunk_size or _default_chunk_rows(D, itemsize)
         for s in range(0, N, step):
             e = min(s + step, N)
@@ -330,6 +332,19 @@ class _RidgeCVMixin:
         w = np.ones(N) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
         if not w.sum() > 0:
             raise ValueError(f"{type(self).__name__} needs a positive total sample weight")
+        wide_sparse = Z is not None and sp.issparse(Z) and D > CHOLESKY_MAX_FEATURES
+        if self.cv not in (None, "gcv") or (wide_sparse and self.cv is None):
+            pred = self._kfold_predictions(X, Z, features, D, Y, w, y_true, alphas, n_threads)
+            return self._choose_from_predictions(
+                pred, Y, w, sample_weight, y_true, alphas,
+                lambda col_alpha: self._kfold_refit(X, Z, features, D, Y, w, col_alpha, n_threads),
+                features, X.dtype if Z is None else Z.dtype)
+        if wide_sparse:
+            raise ValueError(
+                f"{type(self).__name__}(cv='gcv') needs the D × D eigendecomposition; the sparse features "
+                f"give D={D} > {CHOLESKY_MAX_FEATURES}. Use cv=None or a number of folds (conjugate-gradient "
+                f"fits per fold), or fewer bins/grids."
+            )
         kernel = (Z is not None and not sp.issparse(Z) and N < D and self.cv is None and np.all(w > 0))
         if kernel:
             dec = self._kernel_decomposition(Z, Y, w)
@@ -374,6 +389,94 @@ class _RidgeCVMixin:
         intercept = dec.y_mean - coef @ dec.mean if dec.centred else np.zeros(K)
         return dict(alpha=alpha, best_score=best_score, coef=coef, intercept=intercept, results=results,
                     features=features, dtype=X.dtype if Z is None or not hasattr(Z, "dtype") else Z.dtype)
+
+    # ------------------------------------------------------------ k-fold
+    def _folds(self, N, y_true):
+        """Return the (train, test) index pairs of ``cv`` (default 5 folds); every row tested once."""
+        cv = check_cv(5 if self.cv is None else self.cv, y_true, classifier=is_classifier(self))
+        folds = list(cv.split(np.zeros((N, 1)), y_true))
+        tested = np.zeros(N, dtype=np.intp)
+        for _, test in folds:
+            tested[test] += 1
+        if np.any(tested != 1):
+            raise ValueError(
+                f"{type(self).__name__}: cv={self.cv!r} must hold out every row exactly once (a K-fold "
+                f"splitter such as KFold, StratifiedKFold or GroupKFold): the scores are computed on the "
+                f"pooled held-out predictions."
+            )
+        return folds
+
+    def _fold_fit(self, X, Z, features, D, Y, w, alphas, n_threads):
+        """Fit on some rows for every alpha; return (coef (A, K, D), intercept (A, K))."""
+        K = Y.shape[1]
+        if Z is not None and sp.issparse(Z):
+            ops = make_products(Z, n_threads)
+            try:
+                results = cg_ridge_path(ops, Y, None if np.all(w == 1) else w, alphas,
+                                        fit_intercept=self.fit_intercept, tol=CV_TOL, max_iter=None)
+            finally:
+                ops.close()
+            return (np.stack([r.coef.astype(np.float64) for r in results]),
+                    np.stack([np.asarray(r.intercept, dtype=np.float64).reshape(K) for r in results]))
+        dec = self._gram_decomposition(self._blocks(X, Z, features, D), Y, w, D, n_threads)
+        coef = np.stack([dec.coef(np.full(K, a)) for a in alphas])
+        intercept = (dec.y_mean - coef @ dec.mean) if dec.centred else np.zeros((len(alphas), K))
+        return coef, intercept
+
+    def _fold_predict(self, X, Z, features, D, coef, intercept):
+        """Return the predictions (n, K, A) of the per-alpha models on some rows."""
+        A, K, _ = coef.shape
+        W = coef.reshape(A * K, -1).T  # (D, A·K)
+        out = [np.asarray(Zb @ W, dtype=np.float64) for _, _, Zb in self._blocks(X, Z, features, D)]
+        pred = np.concatenate(out, axis=0).reshape(-1, A, K) + intercept[None, :, :]
+        return pred.transpose(0, 2, 1)
+
+    def _kfold_predictions(self, X, Z, features, D, Y, w, y_true, alphas, n_threads):
+        """Pooled held-out predictions (N, K, A): one fit per fold for all alphas (the warm-started
+        CG path on sparse features, one eigendecomposition per fold on dense ones)."""
+        N, K = Y.shape
+        pred = np.empty((N, K, alphas.size))
+        for train, test in self._folds(N, y_true):
+            Ztr = None if Z is None else Z[train]
+            Zte = None if Z is None else Z[test]
+            Xtr, Xte = (X[train], X[test]) if Z is None else (None, None)  # rows of X only when streamed
+            coef, intercept = self._fold_fit(Xtr, Ztr, features, D, Y[train], w[train], alphas, n_threads)
+            pred[test] = self._fold_predict(Xte, Zte, features, D, coef, intercept)
+        return pred
+
+    def _kfold_refit(self, X, Z, features, D, Y, w, col_alpha, n_threads):
+        """The model on all rows at the chosen alpha(s): (coef (K, D), intercept (K,))."""
+        K = Y.shape[1]
+        col_alpha = np.asarray(col_alpha, dtype=np.float64)
+        coef, intercept = np.empty((K, D)), np.empty(K)
+        for a in np.unique(col_alpha):
+            cols = np.flatnonzero(col_alpha == a)
+            c, i = self._fold_fit(X, Z, features, D, Y[:, cols], w, np.array([a]), n_threads)
+            coef[cols], intercept[cols] = c[0], i[0]
+        return coef, intercept
+
+    def _choose_from_predictions(self, pred, Y, w, sample_weight, y_true, alphas, refit, features, dtype):
+        """Score pooled held-out predictions (N, K, A) as the leave-one-out path does; refit at the best."""
+        N, K, A = pred.shape
+        per_target = bool(self.alpha_per_target) and K > 1
+        if self.scoring is None:
+            se = w[:, None, None] * (Y[:, :, None] - pred) ** 2
+            total = se.sum(axis=0)
+            scores = -total / N if per_target else -total.sum(axis=0) / (N * K)
+            results = se
+        else:
+            params = {} if sample_weight is None else {"sample_weight": w}
+            scores = self._scores_with_scorer(pred, y_true, per_target, params)
+            results = pred
+        if per_target:
+            best = np.argmax(scores, axis=1)
+            alpha, best_score = alphas[best], scores[np.arange(K), best]
+        else:
+            best = int(np.argmax(scores))
+            alpha, best_score = float(alphas[best]), float(scores[best])
+        coef, intercept = refit(alpha if per_target else np.full(K, alpha))
+        return dict(alpha=alpha, best_score=best_score, coef=coef, intercept=intercept if self.fit_intercept
+                    else np.zeros(K), results=results, features=features, dtype=dtype)
 
     def _store(self, sel, y_shape):
         """Set the fitted attributes from ``_select``'s result (shapes as scikit-learn's RidgeCV)."""
@@ -427,8 +530,9 @@ class RidgeCV(_RidgeCVMixin, RegressorMixin, _BaseRidge):
         (``features_``).  Dense features are streamed: the Gram matrix is
         accumulated chunk by chunk and the leverages come from a second
         streaming pass, so the N × D matrix is never held.  Sparse features
-        (binning) are materialised and densified a chunk at a time; their
-        width must be at most 10000.  None: X is the feature matrix.
+        (binning) are materialised: up to 10000 columns they are densified
+        a chunk at a time for leave-one-out; wider ones are selected by
+        k-fold CG fits (see ``cv``).  None: X is the feature matrix.
     gammas : array-like of float, "auto" or None, default=None
         Kernel widths to choose from (needs ``features`` with a ``gamma``).
         Each gamma's map is ``features`` with that gamma and the same
@@ -439,10 +543,19 @@ class RidgeCV(_RidgeCVMixin, RegressorMixin, _BaseRidge):
         ``"auto"``: γ_med · (0.1, 0.3, 1, 3, 10), γ_med = 1 / the median
         pairwise squared Euclidean distance (L1 distance for the Laplacian
         kernel) among at most 1000 rows drawn with seed 0.
-    cv : {None, "gcv"}, default=None
-        None: exact leave-one-out for every alpha.  ``"gcv"``: generalised
-        cross-validation (RSS/N)/(1 − dof/N)², from the eigenvalues and the
-        sufficient statistics alone (no second pass over the data).
+    cv : None, "gcv", int >= 2 or a scikit-learn splitter, default=None
+        None: exact leave-one-out for every alpha — except for sparse
+        features wider than 10000 columns (binning), where it means 5-fold.
+        ``"gcv"``: generalised cross-validation (RSS/N)/(1 − dof/N)², from
+        the eigenvalues and the sufficient statistics alone (no second pass
+        over the data).  An int or a splitter (``KFold``; stratified for
+        the classifier, as ``check_cv``): k-fold, one fit per fold for all
+        alphas — on sparse features the alpha path from large to small
+        with warm starts and one preconditioner build (``cg_ridge_path``,
+        tol 1e-6), on dense features one eigendecomposition per fold (a
+        pass over the fold's rows each).  Every row must be held out exactly
+        once; the scores are those of the pooled held-out predictions (as
+        for leave-one-out), and the model is refitted on all rows.
     scoring : str, callable or None, default=None
         None: negated mean of w_i·e_i² over the leave-one-out residuals e
         (scikit-learn's convention).  Otherwise a scikit-learn scorer name
