@@ -6,7 +6,8 @@ Fits ``Ridge(features=RandomFourierFeatures(D))`` on N x 54 float32 rows
 each), and the in-memory streaming fit of the same rows, alternating the
 runs.  Reports per configuration: wall time, total CPU time (client plus
 every worker process), peak RSS (ru_maxrss) of the client (it includes
-the in-memory baseline's copy of X) and each worker's RSS after the fit, the
+the in-memory baseline's copy of X) and each worker's peak RSS during the fit
+(VmHWM, reset before the fit: a forked worker inherits the client's ru_maxrss), the
 per-block statistics time (measured on one block in this process), and the
 coefficients' largest relative difference from the in-memory fit.
 
@@ -44,9 +45,27 @@ def _peak_rss_mb():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
 
 
-def _rss_mb():
+def _reset_peak_rss():
+    """Reset this process's peak RSS (Linux: VmHWM); False where that is not possible."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def _worker_peak_mb():
     # A worker forked from this process inherits its ru_maxrss, so workers
-    # report their current RSS (after the fit) instead of a peak.
+    # read VmHWM, reset before the fit (``_reset_peak_rss``); elsewhere the
+    # current RSS after the fit.
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
     import psutil
 
     return psutil.Process().memory_info().rss / 2**20
@@ -77,17 +96,18 @@ def run_cluster(n_workers, N, D, chunk_rows, reference):
         X, y = _data(client, N, chunk_rows)
         distributed.wait([X, y])
         worker_cpu0 = client.run(_cpu_seconds)
+        client.run(_reset_peak_rss)
         cpu0, t0 = _cpu_seconds(), time.perf_counter()
         est = _estimator(D, n_jobs=1).fit(X, y)
         wall = time.perf_counter() - t0
         client_cpu = _cpu_seconds() - cpu0
         worker_cpu = sum(v - worker_cpu0[k] for k, v in client.run(_cpu_seconds).items())
-        worker_rss = list(client.run(_rss_mb).values())
+        worker_rss = list(client.run(_worker_peak_mb).values())
     coef = np.asarray(est.coef_, dtype=np.float64)
     rel = float(np.abs(coef - reference).max() / np.abs(reference).max()) if reference is not None else None
     return {"config": f"LocalCluster {n_workers} worker(s)", "wall_s": wall, "cpu_s": client_cpu + worker_cpu,
             "client_cpu_s": client_cpu, "client_peak_rss_mb": _peak_rss_mb(),
-            "worker_rss_mb": [round(m) for m in worker_rss], "coef_rel_diff": rel}
+            "worker_peak_rss_mb": [round(m) for m in worker_rss], "coef_rel_diff": rel}
 
 
 def run_in_memory(X, y, D):
@@ -206,10 +226,10 @@ def main(argv=None):
     base_cpu = np.median([r["cpu_s"] for r in rows if r["config"].startswith("in-memory")])
     print(f"N={N:,} x 54 float32, D={D}, blocks of {chunk_rows:,} rows; machine: {os.cpu_count()} cores "
           f"(possibly shared)")
-    print(f"{'config':32s} {'wall s':>8s} {'CPU s':>8s} {'CPU/in-mem':>10s} {'client MB':>10s} worker RSS MB coef rel")
+    print(f"{'config':32s} {'wall s':>8s} {'CPU s':>8s} {'CPU/in-mem':>10s} {'client MB':>10s} worker peak MB coef rel")
     for r in rows:
         print(f"{r['config']:32s} {r['wall_s']:8.2f} {r['cpu_s']:8.2f} {r['cpu_s'] / base_cpu:10.2f} "
-              f"{r['client_peak_rss_mb']:10.0f} {str(r.get('worker_rss_mb', '')):12s} "
+              f"{r['client_peak_rss_mb']:10.0f} {str(r.get('worker_peak_rss_mb', '')):12s} "
               f"{'' if r.get('coef_rel_diff') is None else format(r['coef_rel_diff'], '.1e')}")
     n_blocks = -(-N // chunk_rows)
     print(f"cost model (one process, measured): block statistics {cost['block_s']:.3f} s, merge "
