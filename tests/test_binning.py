@@ -447,3 +447,39 @@ def test_bench_tiny_runs(tmp_path):
     assert (tmp_path / "binning.md").exists() and (tmp_path / "binning.csv").exists()
     text = (tmp_path / "binning.md").read_text()
     assert "fit_transform" in text and "ratio" in text
+
+
+# ------------------------------------------------------------- gamma="scale"
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_gamma_scale_is_the_l1_counterpart_of_rbfsampler(dtype):
+    rng = np.random.default_rng(3)
+    X = (rng.standard_normal((400, 5)) * 4.0 + 7.0).astype(dtype)
+    x64 = X.astype(np.float64)
+    expected = 1.0 / (X.shape[1] * np.mean(np.abs(x64 - x64.mean())))
+    est = RandomBinningFeatures(20, gamma="scale", random_state=0).fit(X)
+    assert est.gamma_ == pytest.approx(expected, rel=1e-12)
+    # the features are those of the numeric gamma
+    same = RandomBinningFeatures(20, gamma=est.gamma_, random_state=0).fit(X)
+    assert est.gamma_ == same.gamma_
+    assert (est.transform(X) != same.transform(X)).nnz == 0
+    # CSR input: the implicit zeros count
+    Xs = sp.random(300, 6, density=0.3, random_state=1, format="csr", dtype=np.float64)
+    dense = Xs.toarray()
+    want = 1.0 / (6 * np.mean(np.abs(dense - dense.mean())))
+    assert RandomBinningFeatures(5, gamma="scale", random_state=0).fit(Xs).gamma_ == pytest.approx(want, rel=1e-12)
+    # a constant X gives 1.0, as scikit-learn's rule does
+    assert RandomBinningFeatures(5, gamma="scale", random_state=0).fit(np.full((10, 2), 3.0)).gamma_ == 1.0
+    # for i.i.d. Gaussian entries gamma·E‖x − y‖₁ = √2
+    Z = rng.standard_normal((4000, 8))
+    g = RandomBinningFeatures(5, gamma="scale", random_state=0).fit(Z).gamma_
+    pairs = np.abs(Z[:2000] - Z[2000:]).sum(axis=1)
+    assert g * pairs.mean() == pytest.approx(np.sqrt(2.0), rel=0.03)
+
+
+def test_gamma_scale_bad_values():
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    with pytest.raises(InvalidParameterError, match="gamma"):
+        RandomBinningFeatures(gamma="auto").fit(np.ones((3, 2)))
+    with pytest.raises(ValueError, match="gamma='scale' needs 1 / \\(n_features \\* mean"):
+        RandomBinningFeatures(gamma="scale").fit(np.array([[0.0, 1e-310], [1e-310, 0.0]]))

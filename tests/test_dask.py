@@ -335,3 +335,12 @@ def test_ridge_cv_refuses_dask_fit_and_predicts_lazily(sync):
     np.testing.assert_array_equal(pred.compute(), est.predict(X))
     clf = RidgeClassifierCV(alphas=(0.1, 1.0)).fit(X, labels)
     np.testing.assert_array_equal(clf.predict(Xd).compute(), clf.predict(X))
+
+
+def test_binning_gamma_scale_on_dask_input(sync):
+    X = _data()[0]
+    ref = RandomBinningFeatures(n_grids=6, gamma="scale", random_state=0).fit(X)
+    rbf = RandomBinningFeatures(n_grids=6, gamma="scale", random_state=0).fit(da.from_array(X, chunks=CHUNKS))
+    assert rbf.gamma_ == pytest.approx(ref.gamma_, rel=1e-12)
+    same = RandomBinningFeatures(n_grids=6, gamma=rbf.gamma_, random_state=0).fit(X)
+    np.testing.assert_array_equal(rbf.bin_hashes_, same.bin_hashes_)

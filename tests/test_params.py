@@ -80,7 +80,7 @@ BAD = {
         ("n_grids", True, None),
         ("gamma", 0.0, None),
         ("gamma", -1.0, None),
-        ("gamma", "scale", None),
+        ("gamma", "auto", None),
         ("gamma", np.inf, None),
         ("gamma", False, None),
         ("kernel", "poly", None),

@@ -17,7 +17,7 @@ from . import _binning_fast
 from . import _dask
 from ._base import RandomFeatureMap, fit_context
 from ._dask import is_dask_array
-from ._kernels import GAMMA, KERNELS
+from ._kernels import GAMMA, KERNELS, resolve_l1_gamma
 from ._memory import check_memory
 from ._validation import N_JOBS, Interval, as_generator, validate_X
 
@@ -63,8 +63,11 @@ class RandomBinningFeatures(ClassNamePrefixFeaturesOutMixin, RandomFeatureMap):
         Kernels binning cannot represent (``'rbf'``, ``'cauchy'``,
         ``'matern'``) raise an ``InvalidParameterError`` (a ValueError)
         that says why; use ``RandomFourierFeatures`` for them.
-    gamma : float, default=1.0
+    gamma : float or 'scale', default=1.0
         Kernel parameter, as in ``sklearn.metrics.pairwise.laplacian_kernel``.
+        ``'scale'``: ``1 / (n_features * mean|X - X.mean()|)``, the L1
+        counterpart of RBFSampler's ``1 / (n_features * X.var())`` (it makes
+        γ‖x − y‖₁ of order one for typical pairs; see ``gamma_``).
     random_state : int, RandomState instance, Generator or None, default=None
         Seeds the draw of pitches and shifts (a ``numpy.random.Generator``).
         Same seed and data give the same columns, whatever ``n_jobs``.
@@ -92,6 +95,10 @@ class RandomBinningFeatures(ClassNamePrefixFeaturesOutMixin, RandomFeatureMap):
         Total number of occupied bins, the output width.
     n_grids_ : int
         Number of grids actually drawn (``n_grids``).
+    gamma_ : float
+        The gamma used (``gamma``, or its value for ``'scale'``; on a Dask
+        array computed by Dask's reductions, equal to the in-memory value to
+        rounding).
 
     Notes
     -----
@@ -133,7 +140,7 @@ class RandomBinningFeatures(ClassNamePrefixFeaturesOutMixin, RandomFeatureMap):
     _parameter_constraints: dict = {
         "n_grids": [Interval(Integral, 1, None, closed="left")],
         "kernel": [StrOptions(set(BINNING_KERNELS))],
-        "gamma": GAMMA,
+        "gamma": [*GAMMA, StrOptions({"scale"})],
         "random_state": ["random_state", np.random.Generator],
         "n_jobs": N_JOBS,
     }
@@ -245,22 +252,22 @@ class RandomBinningFeatures(ClassNamePrefixFeaturesOutMixin, RandomFeatureMap):
             )
         return super()._explain_invalid(name, value)
 
-    def _draw_grids(self, spec, P, d):
+    def _draw_grids(self, spec, P, d, gamma):
         rng = as_generator(self.random_state)
         with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-            pitches = np.asarray(spec.sample_pitch(rng, (P, d), float(self.gamma)), dtype=np.float64)
+            pitches = np.asarray(spec.sample_pitch(rng, (P, d), float(gamma)), dtype=np.float64)
             offsets = rng.uniform(0.0, 1.0, size=(P, d)) * pitches
             inv = 1.0 / pitches
         # Pitches scale like 1/gamma: a huge gamma makes them too small to
         # invert, a tiny one too large to represent.
         if not np.all(np.isfinite(pitches) & np.isfinite(offsets)):
             raise InvalidParameterError(
-                f"gamma={self.gamma!r} is too small: the random bin widths (of order 1/gamma) overflow "
+                f"gamma={gamma!r} is too small: the random bin widths (of order 1/gamma) overflow "
                 f"float64. Use a larger gamma, or rescale X so that one applies."
             )
         if not (np.all(pitches > 0) and np.all(np.isfinite(inv))):
             raise InvalidParameterError(
-                f"gamma={self.gamma!r} is too large: the random bin widths (of order 1/gamma) are too "
+                f"gamma={gamma!r} is too large: the random bin widths (of order 1/gamma) are too "
                 f"small to invert in float64. Use a smaller gamma, or rescale X so that one applies."
             )
         # Kernel layout (d, Ppad): the innermost loop runs over grids, padded to
@@ -304,7 +311,8 @@ class RandomBinningFeatures(ClassNamePrefixFeaturesOutMixin, RandomFeatureMap):
         n, d = X.shape
         if n >= 2**32 - 1:
             raise ValueError(f"RandomBinningFeatures supports fewer than 2**32 - 1 training rows, got {n}")
-        pitches, offsets, U, INV = self._draw_grids(spec, P, d)
+        gamma = resolve_l1_gamma(self.gamma, X)
+        pitches, offsets, U, INV = self._draw_grids(spec, P, d, gamma)
         self._check_bin_range(X, U[:, :P], INV[:, :P])
         n_threads = self._n_threads()
         value = float(np.float64(1.0) / np.sqrt(np.float64(P)))
@@ -343,7 +351,7 @@ class RandomBinningFeatures(ClassNamePrefixFeaturesOutMixin, RandomFeatureMap):
         # Only now, with every kernel done (Ctrl-C or MemoryError before this
         # point leave the estimator as it was), the fitted state changes.
         self.pitches_, self.offsets_, self._U, self._INV = pitches, offsets, U, INV
-        self.n_grids_ = P
+        self.n_grids_, self.gamma_ = P, gamma
         self._value = value
         (self.bin_hashes_, self.grid_offsets_, self._dir, self._dir_offsets, self._dir_bits) = vocabulary
         self.n_features_out_ = int(self.grid_offsets_[-1])

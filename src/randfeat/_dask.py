@@ -208,7 +208,16 @@ def fit_binning(est, X):
         raise ValueError(f"RandomBinningFeatures supports fewer than 2**32 - 1 training rows, got {n}")
     validate_X(est, np.zeros((1, d), dtype=_float_dtype(X)), reset=True)  # n_features_in_
     P = est.n_grids
-    pitches, offsets, U, INV = est._draw_grids(KERNELS[est.kernel], P, d)
+    gamma = est.gamma
+    if isinstance(gamma, str):  # "scale": 1 / (d · mean|X − mean|), by Dask's reductions (two passes)
+        from ._kernels import resolve_l1_gamma
+
+        X64 = X.astype(np.float64)
+        mean = float(X64.mean().compute())
+        mad = float(abs(X64 - mean).mean().compute())
+        # a stand-in whose entries have that deviation: the in-memory rule then gives 1 / (d · mad)
+        gamma = resolve_l1_gamma("scale", np.array([[mean - mad] * d, [mean + mad] * d]))
+    pitches, offsets, U, INV = est._draw_grids(KERNELS[est.kernel], P, d, gamma)
     # The bin-range check reads only each column's extremes: check them on a 2-row stand-in.
     lo, hi = dask.compute(X.min(axis=0), X.max(axis=0))
     est._check_bin_range(np.vstack([lo, hi]).astype(np.float64), U[:, :P], INV[:, :P])
@@ -229,7 +238,7 @@ def fit_binning(est, X):
     if not np.array_equal(vocabulary[0], np.concatenate(bins)):  # the kernel keeps bins sorted per grid
         raise RuntimeError("merged binning vocabulary differs from the kernel's; please report this")
     est.pitches_, est.offsets_, est._U, est._INV = pitches, offsets, U, INV
-    est.n_grids_ = P
+    est.n_grids_, est.gamma_ = P, float(gamma)
     est._value = float(np.float64(1.0) / np.sqrt(np.float64(P)))
     (est.bin_hashes_, est.grid_offsets_, est._dir, est._dir_offsets, est._dir_bits) = vocabulary
     est.n_features_out_ = int(est.grid_offsets_[-1])
