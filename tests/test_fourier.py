@@ -317,9 +317,17 @@ def test_qmc_beyond_sobol_dimension_uses_halton():
 
 
 def test_gamma_scale_like_rbfsampler():
-    X = np.random.default_rng(0).normal(size=(50, 4)) * 3
+    import scipy.sparse as sp
+    from sklearn.kernel_approximation import RBFSampler
+
+    X = np.random.default_rng(0).normal(size=(50, 4)) * 3 + 5
     est = RandomFourierFeatures(10, gamma="scale", random_state=0).fit(X)
-    assert est.gamma_ == pytest.approx(1.0 / (4 * X.var()))
+    assert est.gamma_ == pytest.approx(1.0 / (4 * X.var()), rel=1e-12)
+    # scikit-learn's RBFSampler is the oracle (its resolved value is the private _gamma)
+    assert est.gamma_ == pytest.approx(RBFSampler(gamma="scale", random_state=0).fit(X)._gamma, rel=1e-12)
+    Xs = sp.random(60, 5, density=0.4, random_state=2, format="csr")
+    got = RandomFourierFeatures(10, gamma="scale", random_state=0).fit(Xs).gamma_
+    assert got == pytest.approx(RBFSampler(gamma="scale", random_state=0).fit(Xs)._gamma, rel=1e-12)
 
 
 # ------------------------------------------------ determinism, dtype, pickle
