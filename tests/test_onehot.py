@@ -10,7 +10,7 @@ import randfeat._precond as precond_mod
 import randfeat._threads as threads_mod
 from randfeat import RandomBinningFeatures, Ridge, RidgeClassifier
 from randfeat._linops import OneHotBlockProducts, SparseProducts, make_products, onehot_block_structure
-from randfeat._onehot_fast import n_row_blocks, onehot_matmat, onehot_tmatmat, vector_isa
+from randfeat._onehot_fast import n_row_blocks, onehot_matmat, onehot_tmatmat, set_group_budgets, vector_isa
 from randfeat._sparse_fast import compact_columns, csr_gram_block
 from randfeat._precond import heavy_block_preconditioner, max_block_size
 from _subprocess_env import run_on_vector_path
@@ -126,6 +126,64 @@ def test_onehot_products_bitwise_equal_for_any_thread_count(K):
         qs.append(q)
     assert all(np.array_equal(outs[0], o) for o in outs[1:])
     assert all(np.array_equal(qs[0], q) for q in qs[1:])
+
+
+def _products(Z, B, U, shift, w, n_threads, cols):
+    bins, start, value = onehot_block_structure(Z)
+    N, D = Z.shape
+    K = B.shape[1]
+    out = np.empty((N, K), dtype=B.dtype)
+    sums = np.empty((n_row_blocks(N), K)) if len(shift) else NO_SUMS
+    onehot_matmat(bins, start, value, B, out, shift, w, sums, n_threads,
+                  Z.indices.reshape(N, -1) if cols else None)
+    q = np.empty((D, K), dtype=U.dtype)
+    onehot_tmatmat(bins, start, value, U, q, n_threads)
+    return out, sums, q
+
+
+@pytest.mark.kernel
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("K", [1, 2, 3, 4, 5, 6, 7, 8, 9])
+@pytest.mark.parametrize("fused", [False, True])
+def test_row_path_and_block_groups_give_the_same_bits(dtype, K, fused):
+    # The row path (Z's row-major indices, 2 <= K <= 8) and any grouping of
+    # the blocks add each output entry's terms in the same order: same bits
+    # as the block-by-block path with one group, for any thread count.
+    Z, _ = binning_Z(n=4100, P=9, dtype=dtype)
+    N, D = Z.shape
+    rng = np.random.default_rng(K)
+    B = rng.normal(size=(D, K)).astype(dtype)
+    U = rng.normal(size=(N, K)).astype(dtype)
+    shift, w = (rng.normal(size=K), rng.uniform(0.5, 2.0, N)) if fused else (EMPTY, EMPTY)
+    reference = _products(Z, B, U, shift, w, 1, cols=False)
+    np.testing.assert_allclose(reference[0].astype(np.float64),
+                               (w[:, None] if fused else 1.0) * (Z.astype(np.float64) @ B.astype(np.float64) - (shift if fused else 0.0)),
+                               rtol=1e-5 if dtype == np.float32 else 1e-12, atol=1e-5)
+    variants = [(t, cols) for t in (1, 2, 3) for cols in (False, True)]
+    got = [_products(Z, B, U, shift, w, t, cols) for t, cols in variants]
+    previous = set_group_budgets(1, 1, 1)
+    try:
+        got += [_products(Z, B, U, shift, w, t, cols) for t, cols in variants]
+    finally:
+        set_group_budgets(*previous)
+    for g in got:
+        for a, b in zip(reference, g):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_group_budgets_reject_zero():
+    with pytest.raises(ValueError, match="group budgets"):
+        set_group_budgets(0, 1, 1)
+
+
+@pytest.mark.kernel
+def test_row_path_rejects_misshapen_cols():
+    Z, _ = binning_Z(n=500, P=4)
+    bins, start, value = onehot_block_structure(Z)
+    B = np.ones((Z.shape[1], 3))
+    out = np.empty((Z.shape[0], 3))
+    with pytest.raises(ValueError, match="cols"):
+        onehot_matmat(bins, start, value, B, out, EMPTY, EMPTY, NO_SUMS, 1, np.zeros((Z.shape[0], 3), np.int32))
 
 
 def test_vector_isa_reports_a_path():
@@ -251,23 +309,24 @@ def test_vector_paths_give_identical_products(isa, tmp_path):
     bins, start, value = onehot_block_structure(Z)
     rng = np.random.default_rng(11)
     results = {}
-    for K in (1, 5, 8, 11):
+    cols = Z.indices.reshape(Z.shape[0], -1)
+    for K in (1, 5, 7, 8, 11):
         B, U = rng.normal(size=(Z.shape[1], K)), rng.normal(size=(Z.shape[0], K))
         out, q = np.empty((Z.shape[0], K)), np.empty((Z.shape[1], K))
-        onehot_matmat(bins, start, value, B, out, EMPTY, EMPTY, NO_SUMS, 2)
+        onehot_matmat(bins, start, value, B, out, EMPTY, EMPTY, NO_SUMS, 2, cols)
         onehot_tmatmat(bins, start, value, U, q, 2)
         results[K] = (B, U, out, q)
-    np.savez(tmp_path / "in.npz", bins=bins, start=start, **{f"B{K}": r[0] for K, r in results.items()},
+    np.savez(tmp_path / "in.npz", bins=bins, start=start, cols=cols, **{f"B{K}": r[0] for K, r in results.items()},
              **{f"U{K}": r[1] for K, r in results.items()})
     code = (
         "import numpy as np\n"
         "from randfeat._onehot_fast import onehot_matmat, onehot_tmatmat, vector_isa\n"
         f"f = np.load(r'{tmp_path / 'in.npz'}')\n"
         "res = {}\n"
-        "for K in (1, 5, 8, 11):\n"
+        "for K in (1, 5, 7, 8, 11):\n"
         "    B, U = f[f'B{K}'], f[f'U{K}']\n"
         "    out, q = np.empty((U.shape[0], K)), np.empty((B.shape[0], K))\n"
-        f"    onehot_matmat(f['bins'], f['start'], {value!r}, B, out, np.zeros(0), np.zeros(0), np.zeros((0, 0)), 2)\n"
+        f"    onehot_matmat(f['bins'], f['start'], {value!r}, B, out, np.zeros(0), np.zeros(0), np.zeros((0, 0)), 2, f['cols'])\n"
         f"    onehot_tmatmat(f['bins'], f['start'], {value!r}, U, q, 2)\n"
         "    res[f'out{K}'], res[f'q{K}'] = out, q\n"
         f"np.savez(r'{tmp_path / 'out.npz'}', **res)\n"

@@ -475,6 +475,10 @@ class OneHotBlockProducts(FeatureOperator):
         self.Z = Z
         self._csr = (*_common_index_dtype(Z), Z.data)
         self.bins, self.start, self.value = structure
+        # The same columns row by row (a view of Z's indices, no copy): the
+        # kernel's row path for 2..8 targets.  int64 indices (rare) skip it.
+        N, G = self.bins.shape[1], self.bins.shape[0]
+        self._cols = Z.indices.reshape(N, G) if Z.indices.dtype == np.int32 and N * G > 0 else None
 
     @property
     def entries(self):
@@ -484,7 +488,7 @@ class OneHotBlockProducts(FeatureOperator):
     def _matmat(self, P, shift, w, sums):
         P = np.ascontiguousarray(P, dtype=self.dtype)
         out = np.empty((self.shape[0], P.shape[1]), dtype=self.dtype)
-        onehot_matmat(self.bins, self.start, self.value, P, out, shift, w, sums, self.n_threads)
+        onehot_matmat(self.bins, self.start, self.value, P, out, shift, w, sums, self.n_threads, self._cols)
         return out
 
     def matmat(self, P):

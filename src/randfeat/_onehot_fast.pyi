@@ -13,6 +13,7 @@ def onehot_matmat(
     w: NDArray[np.float64],
     row_block_sums: NDArray[np.float64],
     n_threads: int,
+    cols: NDArray[np.int32] | None = ...,
 ) -> None: ...
 def onehot_tmatmat(
     bins: NDArray[np.int32],
@@ -22,3 +23,4 @@ def onehot_tmatmat(
     out: NDArray[np.float32] | NDArray[np.float64],
     n_threads: int,
 ) -> None: ...
+def set_group_budgets(rows_bytes: int, gather_bytes: int, scatter_bytes: int) -> tuple[int, int, int]: ...

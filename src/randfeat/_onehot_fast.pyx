@@ -25,6 +25,8 @@ from cython cimport floating
 from libc.stdint cimport int32_t, int64_t
 from libc.string cimport memset
 
+import numpy as np
+
 from ._openmp cimport ChunkLoop
 
 cdef extern from "randfeat_onehot.h" nogil:
@@ -34,6 +36,10 @@ cdef extern from "randfeat_onehot.h" nogil:
     void rf_gather_add_f32(const int32_t *col, int64_t n, const float *src, int64_t K, double *acc)
     void rf_scatter_add_f64(const int32_t *col, int64_t n, const double *u, int64_t K, double *acc)
     void rf_scatter_add_f32(const int32_t *col, int64_t n, const float *u, int64_t K, double *acc)
+    void rf_rows_add_f64(const int32_t *idx, int64_t stride, int64_t m, int64_t n, const double *src,
+                         int64_t K, double *acc)
+    void rf_rows_add_f32(const int32_t *idx, int64_t stride, int64_t m, int64_t n, const float *src,
+                         int64_t K, double *acc)
 
 cdef int _ISA = rf_onehot_init()
 
@@ -47,6 +53,26 @@ def vector_isa():
 # (ROW_BLOCK × K doubles) stays in L1/L2 while every column block adds to it.
 cdef Py_ssize_t ROW_BLOCK = 2048
 
+# Column blocks are visited in *groups*.  Each row's gathers (Z @ B) or
+# scatters (Zᵀ @ U) land at random within a block's slice of the dense
+# operand: while the slices being worked on fit in cache every access hits,
+# once they do not (500000 columns × 7 targets = 28 MB) every access is a
+# DRAM miss and 7 targets cost ~10× one.  Grouping trades that for streaming
+# the N × K accumulator (Z @ B) or U (Zᵀ @ U) once per group.  Budgets
+# measured on a 522000 × 500000 matrix of 50 blocks (DESIGN.md, "One-hot
+# block products"); the grouping never changes a result, only its speed.
+#   Z @ B, row path (2 <= K <= 8): the group's slices, read from L3.
+cdef Py_ssize_t ROWS_GROUP_BYTES = 8 << 20
+#   Z @ B, block path (K = 1 or K > 8): the group's slices.
+cdef Py_ssize_t GATHER_GROUP_BYTES = 8 << 20
+#   Zᵀ @ U: one thread's accumulators (L2 and its share of L3).
+cdef Py_ssize_t SCATTER_GROUP_BYTES = 4 << 20
+# ... but at least this many groups per thread, for balance (a group is one
+# chunk of the parallel loop) ...
+cdef Py_ssize_t SCATTER_GROUPS_PER_THREAD = 4
+# ... and one block per group when U is at most this large (it stays cached).
+cdef Py_ssize_t SCATTER_STREAM_BYTES = 8 << 20
+
 
 cdef inline void _gather_add(const int32_t *col, int64_t n, const floating *src, int64_t K,
                              double *acc) noexcept nogil:
@@ -54,6 +80,14 @@ cdef inline void _gather_add(const int32_t *col, int64_t n, const floating *src,
         rf_gather_add_f32(col, n, src, K, acc)
     else:
         rf_gather_add_f64(col, n, src, K, acc)
+
+
+cdef inline void _rows_add(const int32_t *idx, int64_t stride, int64_t m, int64_t n, const floating *src,
+                           int64_t K, double *acc) noexcept nogil:
+    if floating is float:
+        rf_rows_add_f32(idx, stride, m, n, src, K, acc)
+    else:
+        rf_rows_add_f64(idx, stride, m, n, src, K, acc)
 
 
 cdef inline void _scatter_add(const int32_t *col, int64_t n, const floating *u, int64_t K,
@@ -73,13 +107,44 @@ cdef class _OneHot(ChunkLoop):
     cdef bint single             # float32 operands
     cdef const void *src         # B (D × K) or U (N × K)
     cdef void *out
+    cdef const Py_ssize_t *group  # (n_groups + 1,) first block of each group
+
+
+cdef Py_ssize_t _block_groups(const int64_t[::1] start, Py_ssize_t row_bytes, Py_ssize_t budget,
+                              Py_ssize_t max_blocks, Py_ssize_t[::1] group):
+    """Cut the G blocks into consecutive groups of at most ``budget`` bytes of slices and ``max_blocks`` blocks.
+
+    Every group has at least one block.  Writes the first block of each
+    group, then G, into ``group`` (length >= G + 2); returns the count.
+    """
+    cdef Py_ssize_t G = start.shape[0] - 1, g, n = 0, used = 0, width_bytes
+    group[0] = 0
+    for g in range(G):
+        width_bytes = (start[g + 1] - start[g]) * row_bytes
+        if g > group[n] and (used + width_bytes > budget or g - group[n] >= max_blocks):
+            n += 1
+            group[n] = g
+            used = 0
+        used += width_bytes
+    group[n + 1] = G
+    return n + 1
 
 
 cdef class _RowBlocks(_OneHot):
-    """Z @ B: chunk = ROW_BLOCK rows; scratch = their K-column accumulator."""
+    """Z @ B for the blocks of one group: chunk = ROW_BLOCK rows.
+
+    One group (the common case): the accumulator is the thread's scratch.
+    Several: ``acc`` (N × K doubles, the output itself for float64) carries
+    every row's sums from group to group, so each row still adds its blocks
+    in block order and the result is the same as with one group.
+    """
     cdef const double *shift     # NULL: none
     cdef const double *w         # NULL: unit weights
     cdef double *sums            # NULL: no row-block sums
+    cdef double *acc             # NULL: one group, accumulate in scratch
+    cdef const int32_t *cols     # (N, G) row-major global columns, or NULL: gather block by block
+    cdef Py_ssize_t g0, g1       # blocks of the current group
+    cdef bint first, last        # the current group is the first / last
 
     cdef void run_chunk(self, Py_ssize_t rb, void *scratch) noexcept nogil:
         if self.single:
@@ -89,18 +154,25 @@ cdef class _RowBlocks(_OneHot):
 
 
 cdef inline void _row_block(_RowBlocks L, const floating *B, floating *out, Py_ssize_t rb,
-                            double *acc) noexcept nogil:
+                            double *scratch) noexcept nogil:
     # Operands in locals: the stores to out / sums cannot then change them.
-    cdef Py_ssize_t K = L.K, N = L.N, G = L.G, i0 = rb * ROW_BLOCK, n = min(ROW_BLOCK, N - i0), g, ii, k
+    cdef Py_ssize_t K = L.K, N = L.N, i0 = rb * ROW_BLOCK, n = min(ROW_BLOCK, N - i0), g, ii, k
     cdef const int32_t *bins = L.bins
     cdef const int64_t *start = L.start
     cdef const double *shift = L.shift
     cdef const double *w = L.w
     cdef double *sums = L.sums
+    cdef double *acc = scratch if L.acc == NULL else L.acc + i0 * K
     cdef double value = L.value, v
-    memset(acc, 0, n * K * sizeof(double))
-    for g in range(G):
-        _gather_add(bins + g * N + i0, n, B + start[g] * K, K, acc)
+    if L.first:
+        memset(acc, 0, n * K * sizeof(double))
+    if L.cols != NULL:
+        _rows_add(L.cols + i0 * L.G + L.g0, L.G, L.g1 - L.g0, n, B, K, acc)
+    else:
+        for g in range(L.g0, L.g1):
+            _gather_add(bins + g * N + i0, n, B + start[g] * K, K, acc)
+    if not L.last:
+        return
     if sums != NULL:
         for k in range(K):
             sums[rb * K + k] = 0.0
@@ -111,6 +183,7 @@ cdef inline void _row_block(_RowBlocks L, const floating *B, floating *out, Py_s
                 v = v - shift[k]
             if w != NULL:
                 v = v * w[i0 + ii]
+            # With acc = out (float64, several groups) this overwrites the entry just read.
             out[(i0 + ii) * K + k] = <floating>v
             if sums != NULL:
                 sums[rb * K + k] += v
@@ -126,6 +199,7 @@ def onehot_matmat(
     const double[::1] w,
     double[:, ::1] row_block_sums,
     int n_threads,
+    const int32_t[:, ::1] cols=None,
 ):
     """Write ``W (Z @ B − 1 shiftᵀ)`` into ``out`` for the one-hot block matrix Z.
 
@@ -134,6 +208,11 @@ def onehot_matmat(
     centred, weighted product Z_c B in the same pass, plus the column sums
     of the result per fixed block of ``ROW_BLOCK`` rows (summed by the
     caller in block order, so independent of the thread count).
+
+    When B does not fit the cache budget the blocks are visited in groups
+    that do, with a float64 N × K accumulator kept across groups (the
+    output itself for float64; allocated here for float32).  The result is
+    the same either way: each row adds its blocks in block order.
 
     Parameters
     ----------
@@ -151,12 +230,19 @@ def onehot_matmat(
     row_block_sums : (n_row_blocks(N), K) double, overwritten (or shape (0, 0))
     n_threads : int
         OpenMP threads; the result does not depend on it.
+    cols : (N, G) int32, C-contiguous, optional
+        The same matrix as global column numbers, row by row (Z's CSR
+        indices): cols[i, g] = start[g] + bins[g, i] (the caller guarantees
+        it).  Used for 2 <= K <= 8, where a row's K sums then stay in
+        registers across the blocks of a group; same result.
     """
     cdef Py_ssize_t G = bins.shape[0], N = bins.shape[1], K = B.shape[1]
-    cdef Py_ssize_t n_rb = (N + ROW_BLOCK - 1) // ROW_BLOCK
+    cdef Py_ssize_t n_rb = (N + ROW_BLOCK - 1) // ROW_BLOCK, n_groups, q
     cdef bint shifted = shift.shape[0] > 0, weighted = w.shape[0] > 0
     cdef bint sums = row_block_sums.shape[0] > 0
     cdef _RowBlocks loop = _RowBlocks()
+    cdef Py_ssize_t[::1] group = np.empty(G + 2, dtype=np.intp)
+    cdef double[:, ::1] acc
     if out.shape[0] != N or out.shape[1] != K:
         raise ValueError("out has the wrong shape")
     if start.shape[0] != G + 1 or start[G] != B.shape[0]:
@@ -165,8 +251,13 @@ def onehot_matmat(
         raise ValueError("shift / w have the wrong length")
     if sums and (row_block_sums.shape[0] != n_rb or row_block_sums.shape[1] != K):
         raise ValueError("row_block_sums has the wrong shape")
+    if cols is not None and (cols.shape[0] != N or cols.shape[1] != G):
+        raise ValueError("cols has the wrong shape")
     if N == 0 or K == 0:
         return
+    loop.cols = &cols[0, 0] if cols is not None and 2 <= K <= 8 and G > 0 else NULL
+    n_groups = _block_groups(start, K * sizeof(floating),
+                             ROWS_GROUP_BYTES if loop.cols != NULL else GATHER_GROUP_BYTES, G, group)
     loop.bins = &bins[0, 0] if G > 0 else NULL
     loop.start, loop.G, loop.N, loop.K, loop.value = &start[0], G, N, K, value
     loop.single, loop.src, loop.out = floating is float, &B[0, 0], &out[0, 0]
@@ -174,8 +265,19 @@ def onehot_matmat(
     loop.w = &w[0] if weighted else NULL
     loop.sums = &row_block_sums[0, 0] if sums else NULL
     loop.n_chunks, loop.n_threads = n_rb, max(1, n_threads)
-    loop.scratch_bytes = ROW_BLOCK * K * sizeof(double)
-    loop.run()
+    loop.acc = NULL
+    if n_groups > 1:
+        if floating is double:
+            loop.acc = &out[0, 0]
+        else:
+            acc = np.empty((N, K), dtype=np.float64)
+            loop.acc = &acc[0, 0]
+    else:
+        loop.scratch_bytes = ROW_BLOCK * K * sizeof(double)
+    for q in range(n_groups):
+        loop.g0, loop.g1 = group[q], group[q + 1]
+        loop.first, loop.last = q == 0, q == n_groups - 1
+        loop.run()
 
 
 def n_row_blocks(Py_ssize_t n_rows):
@@ -183,25 +285,37 @@ def n_row_blocks(Py_ssize_t n_rows):
     return (n_rows + ROW_BLOCK - 1) // ROW_BLOCK
 
 
+# Rows per step of ``onehot_tmatmat``'s walk: the step's rows of U stay in L1
+# while each block of the group scatters them.
+cdef Py_ssize_t SCATTER_ROWS = 4096
+
+
 cdef class _ColumnBlocks(_OneHot):
-    """Zᵀ @ U: chunk = one column block, summed row by row in order; scratch = its accumulator."""
+    """Zᵀ @ U: chunk = one group of column blocks, summed row by row in order; scratch = their accumulators."""
 
-    cdef void run_chunk(self, Py_ssize_t g, void *scratch) noexcept nogil:
+    cdef void run_chunk(self, Py_ssize_t q, void *scratch) noexcept nogil:
         if self.single:
-            _column_block(self, <const float *>self.src, <float *>self.out, g, <double *>scratch)
+            _column_group(self, <const float *>self.src, <float *>self.out, q, <double *>scratch)
         else:
-            _column_block(self, <const double *>self.src, <double *>self.out, g, <double *>scratch)
+            _column_group(self, <const double *>self.src, <double *>self.out, q, <double *>scratch)
 
 
-cdef inline void _column_block(_ColumnBlocks L, const floating *U, floating *out, Py_ssize_t g,
+cdef inline void _column_group(_ColumnBlocks L, const floating *U, floating *out, Py_ssize_t q,
                                double *acc) noexcept nogil:
-    cdef Py_ssize_t K = L.K, first = L.start[g], width = L.start[g + 1] - first, b, k
+    # The group's blocks are adjacent columns, so their accumulators are one
+    # buffer of the group's width: U is read once per group, not per block.
+    cdef Py_ssize_t K = L.K, N = L.N, g0 = L.group[q], g1 = L.group[q + 1]
+    cdef Py_ssize_t first = L.start[g0], width = L.start[g1] - first, i0, n, g, b
     cdef double value = L.value
     memset(acc, 0, width * K * sizeof(double))
-    _scatter_add(L.bins + g * L.N, L.N, U, K, acc)
-    for b in range(width):
-        for k in range(K):
-            out[(first + b) * K + k] = <floating>(value * acc[b * K + k])
+    i0 = 0
+    while i0 < N:
+        n = min(SCATTER_ROWS, N - i0)
+        for g in range(g0, g1):
+            _scatter_add(L.bins + g * N + i0, n, U + i0 * K, K, acc + (L.start[g] - first) * K)
+        i0 += n
+    for b in range(width * K):
+        out[first * K + b] = <floating>(value * acc[b])
 
 
 def onehot_tmatmat(
@@ -214,8 +328,12 @@ def onehot_tmatmat(
 ):
     """Write ``Zᵀ @ U`` into ``out`` for the one-hot block matrix Z.
 
-    Each column block is summed by one thread, row by row in order, into a
-    double buffer of the block's width.
+    The column blocks are cut into groups of equal block counts whose
+    accumulators fit ``SCATTER_GROUP_BYTES`` (at least
+    ``SCATTER_GROUPS_PER_THREAD`` groups per thread when there are enough
+    blocks); each group is summed by one thread, row by row in order,
+    into double buffers, so the result does not depend on the grouping or
+    the thread count.
 
     Parameters
     ----------
@@ -226,18 +344,57 @@ def onehot_tmatmat(
         OpenMP threads; the result does not depend on it.
     """
     cdef Py_ssize_t G = bins.shape[0], N = bins.shape[1], K = U.shape[1]
-    cdef Py_ssize_t g, max_width = 0
+    cdef Py_ssize_t q, g, n_groups, T, per_group, max_width = 0, group_width = 0
+    cdef Py_ssize_t[::1] group = np.empty(G + 2, dtype=np.intp)
     cdef _ColumnBlocks loop = _ColumnBlocks()
     if U.shape[0] != N or out.shape[1] != K:
         raise ValueError("U / out have the wrong shape")
     if start.shape[0] != G + 1 or start[G] != out.shape[0]:
         raise ValueError("start does not match out")
-    for g in range(G):
-        max_width = max(max_width, start[g + 1] - start[g])
     if K == 0 or G == 0:
         return
+    # Equal counts of blocks per group, as many groups as the budget needs,
+    # at least SCATTER_GROUPS_PER_THREAD per thread, a multiple of the threads.
+    for g in range(G):
+        max_width = max(max_width, start[g + 1] - start[g])
+    T = max(1, n_threads)
+    per_group = max(1, SCATTER_GROUP_BYTES // max(1, max_width * K * <Py_ssize_t>sizeof(double)))
+    if N * K * <Py_ssize_t>sizeof(floating) <= SCATTER_STREAM_BYTES:
+        per_group = 1  # U stays in cache: re-reading it per block is cheap, and one block per chunk balances best
+    n_groups = max((G + per_group - 1) // per_group, SCATTER_GROUPS_PER_THREAD * T)
+    n_groups = min(G, (n_groups + T - 1) // T * T)
+    for q in range(n_groups + 1):
+        group[q] = q * G // n_groups
+    for q in range(n_groups):
+        group_width = max(group_width, start[group[q + 1]] - start[group[q]])
     loop.bins, loop.start, loop.G, loop.N, loop.K, loop.value = &bins[0, 0], &start[0], G, N, K, value
     loop.single, loop.src, loop.out = floating is float, &U[0, 0] if N > 0 else NULL, &out[0, 0]
-    loop.n_chunks, loop.n_threads = G, max(1, n_threads)
-    loop.scratch_bytes = max(1, max_width * K) * sizeof(double)
+    loop.group = &group[0]
+    loop.n_chunks, loop.n_threads = n_groups, T
+    loop.scratch_bytes = max(1, group_width * K) * sizeof(double)
     loop.run()
+
+
+
+def set_group_budgets(Py_ssize_t rows_bytes, Py_ssize_t gather_bytes, Py_ssize_t scatter_bytes):
+    """Set the block-group byte budgets; return the previous (rows, gather, scatter).
+
+    For tests (a budget of 1 byte puts every block in its own group, so
+    small matrices take the multi-group paths) and for tuning; results never
+    depend on them.
+
+    Parameters
+    ----------
+    rows_bytes, gather_bytes, scatter_bytes : int
+        New ``ROWS_GROUP_BYTES``, ``GATHER_GROUP_BYTES``, ``SCATTER_GROUP_BYTES`` (>= 1).
+
+    Returns
+    -------
+    previous : tuple of int
+    """
+    global ROWS_GROUP_BYTES, GATHER_GROUP_BYTES, SCATTER_GROUP_BYTES
+    if min(rows_bytes, gather_bytes, scatter_bytes) < 1:
+        raise ValueError("group budgets must be >= 1 byte")
+    previous = (ROWS_GROUP_BYTES, GATHER_GROUP_BYTES, SCATTER_GROUP_BYTES)
+    ROWS_GROUP_BYTES, GATHER_GROUP_BYTES, SCATTER_GROUP_BYTES = rows_bytes, gather_bytes, scatter_bytes
+    return previous

@@ -2,6 +2,10 @@
  *
  *   gather:  acc[i, :] += src[col[i], :]   for i < n   (Z @ B, one column block)
  *   scatter: acc[col[i], :] += u[i, :]     for i < n   (Zᵀ @ U, one column block)
+ *   rows:    acc[i, :] += sum_j src[idx[i*stride + j], :]   for i < n, j < m
+ *            (Z @ B over m blocks at once, from Z's row-major CSR indices;
+ *             K = 2..8: the row's K sums stay in registers across the m
+ *             blocks, one load and store of acc per row instead of per block)
  *
  * acc is double; src / u are float or double, K columns, row-major.  K = 1..8
  * get fixed-width, fully unrolled loops; each entry point is compiled for
@@ -16,6 +20,93 @@
 #include <stdint.h>
 #include "randfeat_common.h"
 
+/* a[k] += (double)s[k] for k < KB (KB a compile-time constant after
+ * inlining).  GCC and Clang: explicit 4- and 2-wide vector operations
+ * (left alone, GCC emitted one scalar load-add-store per k for K = 7, which
+ * bounded the products by load/store throughput); each lane is the same
+ * IEEE double addition, so the result is the scalar loop's. */
+#if defined(__GNUC__)
+typedef double rf_v4d __attribute__((vector_size(32)));
+typedef double rf_v2d __attribute__((vector_size(16)));
+typedef float rf_v4f __attribute__((vector_size(16)));
+typedef float rf_v2f __attribute__((vector_size(8)));
+#define RF_ADDROW(NAME, VAL, V4, V2)                                                       \
+    RF_INLINE void NAME(double *RF_RESTRICT a, const VAL *RF_RESTRICT s, const int64_t KB)  \
+    {                                                                                      \
+        int64_t k = 0;                                                                     \
+        for (; k + 4 <= KB; k += 4) {                                                      \
+            rf_v4d x; V4 y;                                                                \
+            __builtin_memcpy(&x, a + k, sizeof x);                                         \
+            __builtin_memcpy(&y, s + k, sizeof y);                                         \
+            x += __builtin_convertvector(y, rf_v4d);                                       \
+            __builtin_memcpy(a + k, &x, sizeof x);                                         \
+        }                                                                                  \
+        for (; k + 2 <= KB; k += 2) {                                                      \
+            rf_v2d x; V2 y;                                                                \
+            __builtin_memcpy(&x, a + k, sizeof x);                                         \
+            __builtin_memcpy(&y, s + k, sizeof y);                                         \
+            x += __builtin_convertvector(y, rf_v2d);                                       \
+            __builtin_memcpy(a + k, &x, sizeof x);                                         \
+        }                                                                                  \
+        for (; k < KB; ++k) a[k] += (double)s[k];                                          \
+    }
+RF_ADDROW(rf_addrow_f64, double, rf_v4d, rf_v2d)
+RF_ADDROW(rf_addrow_f32, float, rf_v4f, rf_v2f)
+#else
+#define RF_ADDROW(NAME, VAL)                                                               \
+    RF_INLINE void NAME(double *RF_RESTRICT a, const VAL *RF_RESTRICT s, const int64_t KB)  \
+    {                                                                                      \
+        for (int64_t k = 0; k < KB; ++k) a[k] += (double)s[k];                             \
+    }
+RF_ADDROW(rf_addrow_f64, double)
+RF_ADDROW(rf_addrow_f32, float)
+#endif
+
+/* The rows kernel's K running sums (K <= 8) as named vector registers:
+ * KB = 4·n4 + 2·n2 + n1, lanes [0, 4) and [4, 8) in x0 / x1, then y (2
+ * lanes), then z.  (Kept in a local array, the sums went through the stack:
+ * a store-to-load chain per block.) */
+#if defined(__GNUC__)
+#define RF_ROW_REGISTERS_LOAD(A, KB)                                                       \
+    const int64_t n4_ = (KB) / 4, o2_ = 4 * n4_, n2_ = ((KB) - o2_) / 2, o1_ = o2_ + 2 * n2_; \
+    rf_v4d x0_ = {0, 0, 0, 0}, x1_ = {0, 0, 0, 0};                                         \
+    rf_v2d y_ = {0, 0};                                                                    \
+    double z_ = 0.0;                                                                       \
+    if (n4_ > 0) __builtin_memcpy(&x0_, (A), sizeof x0_);                                  \
+    if (n4_ > 1) __builtin_memcpy(&x1_, (A) + 4, sizeof x1_);                              \
+    if (n2_ > 0) __builtin_memcpy(&y_, (A) + o2_, sizeof y_);                              \
+    if (o1_ < (KB)) z_ = (A)[o1_];
+#define RF_ROW_REGISTERS_ADD(VAL, S, KB)                                                   \
+    do {                                                                                   \
+        const VAL *RF_RESTRICT s_ = (S);                                                   \
+        if (n4_ > 0) { RF_VEC_OF(VAL, 4) t_; __builtin_memcpy(&t_, s_, sizeof t_);           \
+                       x0_ += __builtin_convertvector(t_, rf_v4d); }                        \
+        if (n4_ > 1) { RF_VEC_OF(VAL, 4) t_; __builtin_memcpy(&t_, s_ + 4, sizeof t_);       \
+                       x1_ += __builtin_convertvector(t_, rf_v4d); }                        \
+        if (n2_ > 0) { RF_VEC_OF(VAL, 2) t_; __builtin_memcpy(&t_, s_ + o2_, sizeof t_);     \
+                       y_ += __builtin_convertvector(t_, rf_v2d); }                         \
+        if (o1_ < (KB)) z_ += (double)s_[o1_];                                             \
+    } while (0)
+#define RF_ROW_REGISTERS_STORE(A, KB)                                                      \
+    if (n4_ > 0) __builtin_memcpy((A), &x0_, sizeof x0_);                                  \
+    if (n4_ > 1) __builtin_memcpy((A) + 4, &x1_, sizeof x1_);                              \
+    if (n2_ > 0) __builtin_memcpy((A) + o2_, &y_, sizeof y_);                              \
+    if (o1_ < (KB)) (A)[o1_] = z_;
+#define RF_VEC_OF(VAL, W) RF_VEC_OF_##W(VAL)
+#define RF_VEC_OF_4(VAL) __typeof__(RF_PICK_V4((VAL)0))
+#define RF_VEC_OF_2(VAL) __typeof__(RF_PICK_V2((VAL)0))
+#define RF_PICK_V4(x) _Generic((x), float: (rf_v4f){0}, default: (rf_v4d){0})
+#define RF_PICK_V2(x) _Generic((x), float: (rf_v2f){0}, default: (rf_v2d){0})
+#else
+#define RF_ROW_REGISTERS_LOAD(A, KB)                                                       \
+    double r_[8];                                                                          \
+    for (int64_t k_ = 0; k_ < (KB); ++k_) r_[k_] = (A)[k_];
+#define RF_ROW_REGISTERS_ADD(VAL, S, KB)                                                   \
+    do { const VAL *s_ = (S); for (int64_t k_ = 0; k_ < (KB); ++k_) r_[k_] += (double)s_[k_]; } while (0)
+#define RF_ROW_REGISTERS_STORE(A, KB)                                                      \
+    for (int64_t k_ = 0; k_ < (KB); ++k_) (A)[k_] = r_[k_];
+#endif
+
 /* One body per value type; KB is a compile-time width after inlining
  * (1..8 through the switch below), so the k loop is fully unrolled. */
 #define RF_ONEHOT_BODIES(SUFFIX, VAL)                                                      \
@@ -23,10 +114,12 @@
                                         const VAL *RF_RESTRICT src, int64_t K,                \
                                         double *RF_RESTRICT acc, const int64_t KB)            \
     {                                                                                      \
+        if (KB == 1) { /* left to the compiler, which unrolls it well */                  \
+            for (int64_t i = 0; i < n; ++i) acc[i] += (double)src[col[i]];                 \
+            return;                                                                        \
+        }                                                                                  \
         for (int64_t i = 0; i < n; ++i) {                                                  \
-            const VAL *RF_RESTRICT s = src + (int64_t)col[i] * K;                             \
-            double *RF_RESTRICT a = acc + i * K;                                              \
-            for (int64_t k = 0; k < KB; ++k) a[k] += (double)s[k];                         \
+            rf_addrow_##SUFFIX(acc + i * K, src + (int64_t)col[i] * K, KB);                \
         }                                                                                  \
     }                                                                                      \
     RF_INLINE void rf_scatter_w_##SUFFIX(const int32_t *RF_RESTRICT col, int64_t n,           \
@@ -34,9 +127,7 @@
                                          double *RF_RESTRICT acc, const int64_t KB)           \
     {                                                                                      \
         for (int64_t i = 0; i < n; ++i) {                                                  \
-            double *RF_RESTRICT a = acc + (int64_t)col[i] * K;                                \
-            const VAL *RF_RESTRICT s = u + i * K;                                             \
-            for (int64_t k = 0; k < KB; ++k) a[k] += (double)s[k];                         \
+            rf_addrow_##SUFFIX(acc + (int64_t)col[i] * K, u + i * K, KB);                  \
         }                                                                                  \
     }                                                                                      \
     RF_INLINE void rf_gather_add_##SUFFIX##_body(const int32_t *RF_RESTRICT col, int64_t n,   \
@@ -70,6 +161,33 @@
         case 8: rf_scatter_w_##SUFFIX(col, n, u, K, acc, 8); break;                        \
         default: rf_scatter_w_##SUFFIX(col, n, u, K, acc, K); break;                       \
         }                                                                                  \
+    }                                                                                      \
+    RF_INLINE void rf_rows_w_##SUFFIX(const int32_t *RF_RESTRICT idx, int64_t stride,         \
+                                      int64_t m, int64_t n, const VAL *RF_RESTRICT src,       \
+                                      int64_t K, double *RF_RESTRICT acc, const int64_t KB)   \
+    {                                                                                      \
+        for (int64_t i = 0; i < n; ++i) {                                                  \
+            const int32_t *RF_RESTRICT c = idx + i * stride;                                  \
+            RF_ROW_REGISTERS_LOAD(acc + i * K, KB);                                        \
+            for (int64_t j = 0; j < m; ++j)                                                \
+                RF_ROW_REGISTERS_ADD(VAL, src + (int64_t)c[j] * K, KB);                    \
+            RF_ROW_REGISTERS_STORE(acc + i * K, KB);                                       \
+        }                                                                                  \
+    }                                                                                      \
+    RF_INLINE void rf_rows_add_##SUFFIX##_body(const int32_t *RF_RESTRICT idx, int64_t stride,\
+                                               int64_t m, int64_t n,                          \
+                                               const VAL *RF_RESTRICT src, int64_t K,         \
+                                               double *RF_RESTRICT acc)                       \
+    {                                                                                      \
+        switch (K) {                                                                       \
+        case 2: rf_rows_w_##SUFFIX(idx, stride, m, n, src, K, acc, 2); break;              \
+        case 3: rf_rows_w_##SUFFIX(idx, stride, m, n, src, K, acc, 3); break;              \
+        case 4: rf_rows_w_##SUFFIX(idx, stride, m, n, src, K, acc, 4); break;              \
+        case 5: rf_rows_w_##SUFFIX(idx, stride, m, n, src, K, acc, 5); break;              \
+        case 6: rf_rows_w_##SUFFIX(idx, stride, m, n, src, K, acc, 6); break;              \
+        case 7: rf_rows_w_##SUFFIX(idx, stride, m, n, src, K, acc, 7); break;              \
+        default: rf_rows_w_##SUFFIX(idx, stride, m, n, src, K, acc, 8); break;             \
+        }                                                                                  \
     }
 
 RF_ONEHOT_BODIES(f64, double)
@@ -81,6 +199,12 @@ RF_ISA_CLONES(rf_gather_add_f64, RF_GATHER_F64_PARAMS, (col, n, src, K, acc))
 RF_ISA_CLONES(rf_gather_add_f32, RF_GATHER_F32_PARAMS, (col, n, src, K, acc))
 RF_ISA_CLONES(rf_scatter_add_f64, RF_GATHER_F64_PARAMS, (col, n, src, K, acc))
 RF_ISA_CLONES(rf_scatter_add_f32, RF_GATHER_F32_PARAMS, (col, n, src, K, acc))
+#define RF_ROWS_F64_PARAMS (const int32_t *idx, int64_t stride, int64_t m, int64_t n, const double *src, int64_t K, double *acc)
+#define RF_ROWS_F32_PARAMS (const int32_t *idx, int64_t stride, int64_t m, int64_t n, const float *src, int64_t K, double *acc)
+RF_ISA_CLONES(rf_rows_add_f64, RF_ROWS_F64_PARAMS, (idx, stride, m, n, src, K, acc))
+RF_ISA_CLONES(rf_rows_add_f32, RF_ROWS_F32_PARAMS, (idx, stride, m, n, src, K, acc))
+RF_ISA_POINTER(rf_rows_add_f64, RF_ROWS_F64_PARAMS)
+RF_ISA_POINTER(rf_rows_add_f32, RF_ROWS_F32_PARAMS)
 RF_ISA_POINTER(rf_gather_add_f64, RF_GATHER_F64_PARAMS)
 RF_ISA_POINTER(rf_gather_add_f32, RF_GATHER_F32_PARAMS)
 RF_ISA_POINTER(rf_scatter_add_f64, RF_GATHER_F64_PARAMS)
@@ -89,6 +213,8 @@ RF_ISA_POINTER(rf_scatter_add_f32, RF_GATHER_F32_PARAMS)
 /* Pick the code path once (at module import); returns the RF_ISA_* used. */
 static int rf_onehot_init(void) {
     int isa = rf_detect_isa();
+    RF_ISA_PICK(rf_rows_add_f64, isa);
+    RF_ISA_PICK(rf_rows_add_f32, isa);
     RF_ISA_PICK(rf_gather_add_f64, isa);
     RF_ISA_PICK(rf_gather_add_f32, isa);
     RF_ISA_PICK(rf_scatter_add_f64, isa);
