@@ -1,6 +1,13 @@
 """Outputs equal those saved before the solver-layer rework (tests/baseline_cases.py).
 
-Features and exact kernels: bit-identical.  Solver outputs: equal to rounding
+Features: bit-identical where randfeat's own arithmetic makes them (i.i.d.
+draws, the transform kernels, binning).  Where a value goes through another
+library's numerics — LAPACK's QR (orthogonal sampling), SciPy's Sobol and
+special functions (QMC), scikit-learn/SciPy for the exact kernels — a new
+release of that library may move the last bits (seen: NumPy 2.4 / SciPy
+1.17 / scikit-learn 1.9 against the fixture's versions), so those agree to
+1e-12 relative instead; randfeat's own changes would show as far larger
+differences.  Solver outputs: equal to rounding
 amplified by the conditioning — 1e-10 relative in float64 (every problem in
 the fixture has cond(ZᵀZ + αI) < 1e4 and is solved to tol 1e-13), and a
 float32-scaled bound for float32 features (the centring arithmetic may
@@ -26,9 +33,18 @@ def test_same_cases():
     assert sorted(CURRENT) == sorted(BASELINE)
 
 
+def _through_other_libraries(key):
+    """True for outputs whose last bits depend on NumPy's LAPACK, SciPy or scikit-learn numerics."""
+    return key.startswith("kernel/") or "/orthogonal/" in key or "/qmc/" in key
+
+
 @pytest.mark.parametrize("key", sorted(k for k in BASELINE if k.startswith(("rff/", "binning/", "kernel/"))))
-def test_features_bit_identical(key):
-    np.testing.assert_array_equal(CURRENT[key], BASELINE[key])
+def test_features_unchanged(key):
+    if _through_other_libraries(key):
+        want = BASELINE[key]
+        np.testing.assert_allclose(CURRENT[key], want, rtol=1e-12, atol=1e-12 * max(np.abs(want).max(), 1.0))
+    else:
+        np.testing.assert_array_equal(CURRENT[key], BASELINE[key])
 
 
 @pytest.mark.parametrize("key", sorted(k for k in BASELINE if ":" in k))

@@ -17,7 +17,7 @@ from . import _binning_fast
 from . import _dask
 from ._base import RandomFeatureMap, fit_context
 from ._dask import is_dask_array
-from ._kernels import GAMMA, KERNELS, resolve_l1_gamma
+from ._kernels import GAMMA, KERNELS, resolve_l1_gamma, scale_pitches
 from ._memory import check_memory
 from ._validation import N_JOBS, Interval, as_generator, validate_X
 
@@ -255,7 +255,7 @@ class RandomBinningFeatures(ClassNamePrefixFeaturesOutMixin, RandomFeatureMap):
     def _draw_grids(self, spec, P, d, gamma):
         rng = as_generator(self.random_state)
         with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
-            pitches = np.asarray(spec.sample_pitch(rng, (P, d), float(gamma)), dtype=np.float64)
+            pitches = scale_pitches(np.asarray(spec.sample_pitch(rng, (P, d)), dtype=np.float64), gamma)
             offsets = rng.uniform(0.0, 1.0, size=(P, d)) * pitches
             inv = 1.0 / pitches
         # Pitches scale like 1/gamma: a huge gamma makes them too small to

@@ -1,6 +1,8 @@
 """Draw the random frequencies W (and offsets b) of random Fourier features.
 
-Three samplers, all returning ``W`` of shape ``(d, n)`` in float64 so that
+Three samplers, all drawing frequencies of the kernel's *unit* density
+(``_kernels.UnitFrequencies``), which ``_kernels.scale_frequencies`` turns
+into ``W`` of shape ``(d, n)`` in float64 at a given gamma, so that
 features are ``cos(X @ W + b)``:
 
 * ``iid``: Monte Carlo (Rahimi & Recht, 2007).  Drawn directly with NumPy's
@@ -23,6 +25,7 @@ import warnings
 import numpy as np
 from scipy.stats import qmc
 
+from ._kernels import UnitFrequencies, scale_frequencies
 from ._memory import check_memory
 
 SAMPLINGS = ("iid", "orthogonal", "qmc")
@@ -31,25 +34,25 @@ SAMPLINGS = ("iid", "orthogonal", "qmc")
 _U_EPS = np.finfo(np.float64).eps
 
 
-def _iid_frequencies(spec, d, n, gamma, nu, rng):
+def _iid_frequencies(spec, d, n, nu, rng):
     name = spec.name
     if name == "rbf":
-        return rng.standard_normal((d, n)) * np.sqrt(2.0 * gamma)
+        return UnitFrequencies(rng.standard_normal((d, n)))
     if name == "laplacian":
-        return rng.standard_cauchy((d, n)) * gamma
+        return UnitFrequencies(rng.standard_cauchy((d, n)))
     if name == "cauchy":
-        return rng.laplace(0.0, np.sqrt(gamma), size=(d, n))
+        return UnitFrequencies(rng.laplace(0.0, 1.0, size=(d, n)))
     if name == "matern":
         z = rng.standard_normal((d, n))
         g = rng.chisquare(2.0 * nu, size=n)
-        # ω = z·√(2ν/g)/ℓ with ℓ = 1/√(2γ): a multivariate Student-t.
-        return z * (np.sqrt(2.0 * nu / g) * np.sqrt(2.0 * gamma))
+        # ω₁ = z·√(2ν/g): a multivariate Student-t.
+        return UnitFrequencies(z, np.sqrt(2.0 * nu / g))
     # A kernel added to the registry later: fall back on its inverse CDF.
     U = rng.random((n, d + spec.qmc_extra_dims))
-    return spec.frequency_ppf(np.clip(U, _U_EPS, 1.0 - _U_EPS), d, gamma, nu)
+    return spec.frequency_ppf(np.clip(U, _U_EPS, 1.0 - _U_EPS), d, nu)
 
 
-def _orthogonal_frequencies(spec, d, n, gamma, nu, rng):
+def _orthogonal_frequencies(spec, d, n, nu, rng):
     if spec.radial_norms is None:
         raise ValueError(
             f"sampling='orthogonal' needs a spherically symmetric spectral density, "
@@ -64,9 +67,7 @@ def _orthogonal_frequencies(spec, d, n, gamma, nu, rng):
         # Sign fix: makes Q Haar-distributed (QR alone is not unique in sign).
         Q *= np.where(np.diag(R) < 0, -1.0, 1.0)
         rows[i * d : (i + 1) * d] = Q.T  # rows of Qᵀ: orthonormal directions
-    directions = rows[:n]
-    norms = spec.radial_norms(rng, d, n, gamma, nu)
-    return (directions * norms[:, None]).T
+    return UnitFrequencies(rows[:n].T, spec.radial_norms(rng, d, n, nu))
 
 
 def _qmc_points(dim, n, rng):
@@ -89,8 +90,50 @@ def _qmc_points(dim, n, rng):
     return np.clip(U, _U_EPS, 1.0 - _U_EPS)
 
 
+def draw_unit_frequencies(spec, sampling, d, n, nu, rng, *, with_offset):
+    """Draw unit frequencies (n of them, in d dimensions) and, for the ``cos`` map, offsets ``b`` (n,).
+
+    Parameters
+    ----------
+    spec : KernelSpec
+    sampling : {'iid', 'orthogonal', 'qmc'}
+    d, n : int
+        Input dimension and number of frequencies.
+    nu : float
+        Matérn smoothness (ignored by other kernels).
+    rng : numpy.random.Generator
+    with_offset : bool
+        Draw ``b ~ U[0, 2π)`` too (for QMC, from one more QMC coordinate).
+
+    Returns
+    -------
+    unit : UnitFrequencies
+        Scale with ``_kernels.scale_frequencies(spec, unit, gamma)``.
+    b : ndarray of shape (n,), float64, or None
+    """
+    check_memory(
+        8 * d * n + (8 * n if with_offset else 0),
+        f"drawing {n} random frequencies in {d} dimensions (float64)",
+        "use a smaller n_components",
+    )
+    if sampling == "qmc":
+        dim = d + spec.qmc_extra_dims
+        U = _qmc_points(dim + int(with_offset), n, rng)
+        unit = spec.frequency_ppf(U[:, :dim], d, nu)
+        b = 2.0 * np.pi * U[:, dim] if with_offset else None
+        return unit, b
+    if sampling == "orthogonal":
+        unit = _orthogonal_frequencies(spec, d, n, nu, rng)
+    else:
+        unit = _iid_frequencies(spec, d, n, nu, rng)
+    b = rng.uniform(0.0, 2.0 * np.pi, size=n) if with_offset else None
+    return unit, b
+
+
 def sample_fourier_parameters(spec, sampling, d, n, gamma, nu, rng, *, with_offset):
-    """Draw frequencies ``W`` (d, n) and, for the ``cos`` map, offsets ``b`` (n,).
+    """Draw frequencies ``W`` (d, n) at ``gamma`` and, for the ``cos`` map, offsets ``b`` (n,).
+
+    ``draw_unit_frequencies`` followed by ``scale_frequencies``.
 
     Parameters
     ----------
@@ -106,23 +149,8 @@ def sample_fourier_parameters(spec, sampling, d, n, gamma, nu, rng, *, with_offs
 
     Returns
     -------
-    W : ndarray of shape (d, n), float64
+    W : ndarray of shape (d, n), float64, C-contiguous
     b : ndarray of shape (n,), float64, or None
     """
-    check_memory(
-        8 * d * n + (8 * n if with_offset else 0),
-        f"drawing {n} random frequencies in {d} dimensions (float64)",
-        "use a smaller n_components",
-    )
-    if sampling == "qmc":
-        dim = d + spec.qmc_extra_dims
-        U = _qmc_points(dim + int(with_offset), n, rng)
-        W = spec.frequency_ppf(U[:, :dim], d, gamma, nu)
-        b = 2.0 * np.pi * U[:, dim] if with_offset else None
-        return np.ascontiguousarray(W), b
-    if sampling == "orthogonal":
-        W = _orthogonal_frequencies(spec, d, n, gamma, nu, rng)
-    else:
-        W = _iid_frequencies(spec, d, n, gamma, nu, rng)
-    b = rng.uniform(0.0, 2.0 * np.pi, size=n) if with_offset else None
-    return np.ascontiguousarray(W), b
+    unit, b = draw_unit_frequencies(spec, sampling, d, n, nu, rng, with_offset=with_offset)
+    return np.ascontiguousarray(scale_frequencies(spec, unit, gamma)), b

@@ -16,6 +16,15 @@ kernel          k(Δ)                        spectral density p(ω)             
 Adding a kernel means adding one ``KernelSpec`` to ``KERNELS``; the feature
 maps look everything up here.  Frequencies are returned as a ``(d, n)``
 matrix ``W`` so that features are ``cos(X @ W + b)``.
+
+Every density above is a *unit* density scaled by a function of gamma: ω =
+s(γ)·ω₁ with s = √(2γ) (rbf, matern), γ (laplacian), √γ (cauchy), and δ =
+δ₁/γ for the Laplacian pitch.  The samplers draw the unit variables; the
+scaling is applied in one place, ``scale_frequencies`` / ``scale_pitches``,
+so one draw serves every gamma of a path (``RidgeCV(gammas=...)``) with
+features bit-identical to a map fitted at that gamma alone.  (The product
+X·W cannot be rescaled afterwards instead: (X·W₁)·s and X·(W₁·s) round
+differently.)
 """
 
 from dataclasses import dataclass
@@ -42,29 +51,34 @@ class KernelSpec:
         The ``kernel=`` string.
     exact : callable
         ``exact(X, Y, gamma, nu) -> K`` with ``K[i, j] = k(X[i] - Y[j])``.
+    frequency_scale : callable
+        ``frequency_scale(gamma) -> s``: frequencies at ``gamma`` are ``s``
+        times the unit frequencies the three callables below draw.
     frequency_ppf : callable
-        ``frequency_ppf(U, d, gamma, nu) -> W`` maps points ``U`` in the unit
-        cube, shape ``(n, d + qmc_extra_dims)``, to ``n`` frequencies (``W``
-        of shape ``(d, n)``) by the inverse CDF of the spectral density.  With
+        ``frequency_ppf(U, d, nu) -> UnitFrequencies`` maps points ``U`` in
+        the unit cube, shape ``(n, d + qmc_extra_dims)``, to ``n`` unit
+        frequencies by the inverse CDF of the unit spectral density.  With
         i.i.d. uniform ``U`` that is Monte Carlo sampling; with a scrambled
         low-discrepancy sequence it is quasi-Monte Carlo (Avron et al., 2016).
     qmc_extra_dims : int
         Extra unit-cube coordinates ``frequency_ppf`` needs per frequency.
     radial_norms : callable or None
         For spherically symmetric spectral densities only:
-        ``radial_norms(rng, d, n, gamma, nu) -> r`` draws the norms ‖ω‖ of
+        ``radial_norms(rng, d, n, nu) -> r`` draws the unit norms ‖ω₁‖ of
         ``n`` frequencies, used by orthogonal random features (Yu et al.,
         2016).  None where the density is not radial.
     sample_pitch : callable or None
-        ``sample_pitch(rng, size, gamma) -> δ``, the binning pitch density
-        p(δ) = δ·k''(δ) of a separable kernel; None where binning cannot
-        represent the kernel.
+        ``sample_pitch(rng, size) -> δ₁``, unit pitches of the binning pitch
+        density p(δ) = δ·k''(δ) of a separable kernel (pitches at gamma are
+        δ₁/γ, ``scale_pitches``); None where binning cannot represent the
+        kernel.
     no_binning_reason : str
         Why binning cannot represent the kernel (when ``sample_pitch`` is None).
     """
 
     name: str
     exact: Callable
+    frequency_scale: Callable
     frequency_ppf: Callable
     qmc_extra_dims: int = 0
     radial_norms: Optional[Callable] = None
@@ -76,6 +90,60 @@ def _dense(X):
     return X.toarray() if sp.issparse(X) else np.asarray(X)
 
 
+@dataclass(frozen=True)
+class UnitFrequencies:
+    """Frequencies of the unit spectral density, before ``scale_frequencies``.
+
+    Attributes
+    ----------
+    directions : ndarray of shape (d, n)
+        The frequencies themselves when ``radial`` is None; else their
+        directional part.
+    radial : ndarray of shape (n,) or None
+        A per-frequency factor (the radial part of a radial density, e.g.
+        Matérn's √(2ν/g)), applied after the gamma scale: ω = directions ·
+        (radial · s(γ)).
+    """
+
+    directions: np.ndarray
+    radial: Optional[np.ndarray] = None
+
+
+def scale_frequencies(spec, unit, gamma):
+    """Return the frequencies ``W`` (d, n) at ``gamma`` from unit frequencies: the one place gamma enters.
+
+    Parameters
+    ----------
+    spec : KernelSpec
+    unit : UnitFrequencies
+    gamma : float
+
+    Returns
+    -------
+    W : ndarray of shape (d, n), float64
+    """
+    s = spec.frequency_scale(float(gamma))
+    if unit.radial is None:
+        return unit.directions * s
+    return unit.directions * (unit.radial * s)
+
+
+def scale_pitches(unit_pitches, gamma):
+    """Return binning pitches at ``gamma`` from unit pitches (δ = δ₁ · (1/γ)).
+
+    Parameters
+    ----------
+    unit_pitches : ndarray
+        Draws of ``KernelSpec.sample_pitch``.
+    gamma : float
+
+    Returns
+    -------
+    pitches : ndarray, float64
+    """
+    return unit_pitches * (1.0 / float(gamma))
+
+
 # ----------------------------------------------------------------------- rbf
 def _rbf_exact(X, Y, gamma, nu):
     from sklearn.metrics.pairwise import rbf_kernel
@@ -83,12 +151,16 @@ def _rbf_exact(X, Y, gamma, nu):
     return rbf_kernel(X, Y, gamma=gamma)
 
 
-def _rbf_ppf(U, d, gamma, nu):
-    return (special.ndtri(U[:, :d]) * np.sqrt(2.0 * gamma)).T
+def _sqrt_2gamma(gamma):
+    return np.sqrt(2.0 * gamma)
 
 
-def _rbf_norms(rng, d, n, gamma, nu):
-    return np.sqrt(rng.chisquare(d, size=n)) * np.sqrt(2.0 * gamma)
+def _rbf_ppf(U, d, nu):
+    return UnitFrequencies(special.ndtri(U[:, :d]).T)
+
+
+def _rbf_norms(rng, d, n, nu):
+    return np.sqrt(rng.chisquare(d, size=n))
 
 
 # ----------------------------------------------------------------- laplacian
@@ -98,14 +170,19 @@ def _laplacian_exact(X, Y, gamma, nu):
     return laplacian_kernel(X, Y, gamma=gamma)
 
 
-def _laplacian_ppf(U, d, gamma, nu):
-    # Inverse CDF of Cauchy(0, gamma).
-    return (np.tan(np.pi * (U[:, :d] - 0.5)) * gamma).T
+def _identity(gamma):
+    return gamma
 
 
-def _laplacian_pitch(rng, size, gamma):
-    # δ·k''(δ) for k(δ) = exp(-γδ) is γ²δ·exp(-γδ): the Gamma(2, 1/γ) density.
-    return rng.gamma(shape=2.0, scale=1.0 / gamma, size=size)
+def _laplacian_ppf(U, d, nu):
+    # Inverse CDF of Cauchy(0, 1).
+    return UnitFrequencies(np.tan(np.pi * (U[:, :d] - 0.5)).T)
+
+
+def _laplacian_pitch(rng, size):
+    # δ·k''(δ) for k(δ) = exp(-γδ) is γ²δ·exp(-γδ): the Gamma(2, 1/γ) density,
+    # 1/γ times a Gamma(2, 1) variable.
+    return rng.standard_gamma(2.0, size=size)
 
 
 # -------------------------------------------------------------------- cauchy
@@ -118,10 +195,10 @@ def _cauchy_exact(X, Y, gamma, nu):
     return K
 
 
-def _cauchy_ppf(U, d, gamma, nu):
-    # Inverse CDF of Laplace(0, √γ).
+def _cauchy_ppf(U, d, nu):
+    # Inverse CDF of Laplace(0, 1).
     u = U[:, :d] - 0.5
-    return (-np.sqrt(gamma) * np.sign(u) * np.log1p(-2.0 * np.abs(u))).T
+    return UnitFrequencies((-np.sign(u) * np.log1p(-2.0 * np.abs(u))).T)
 
 
 # -------------------------------------------------------------------- matern
@@ -136,16 +213,16 @@ def _matern_exact(X, Y, gamma, nu):
     return Matern(length_scale=matern_length_scale(gamma), nu=nu)(_dense(X), _dense(Y))
 
 
-def _matern_ppf(U, d, gamma, nu):
+def _matern_ppf(U, d, nu):
+    # ω₁ = z·√(2ν/g): a multivariate Student-t; ω = ω₁/ℓ = √(2γ)·ω₁.
     z = special.ndtri(U[:, :d])
     g = stats.chi2.ppf(U[:, d], df=2.0 * nu)
-    scale = np.sqrt(2.0 * nu / g) / matern_length_scale(gamma)
-    return (z * scale[:, None]).T
+    return UnitFrequencies(z.T, np.sqrt(2.0 * nu / g))
 
 
-def _matern_norms(rng, d, n, gamma, nu):
+def _matern_norms(rng, d, n, nu):
     g = rng.chisquare(2.0 * nu, size=n)
-    return np.sqrt(rng.chisquare(d, size=n)) * np.sqrt(2.0 * nu / g) / matern_length_scale(gamma)
+    return np.sqrt(rng.chisquare(d, size=n)) * np.sqrt(2.0 * nu / g)
 
 
 _NOT_SEPARABLE = (
@@ -157,6 +234,7 @@ KERNELS = {
     "rbf": KernelSpec(
         "rbf",
         _rbf_exact,
+        _sqrt_2gamma,
         _rbf_ppf,
         radial_norms=_rbf_norms,
         no_binning_reason=(
@@ -166,11 +244,12 @@ KERNELS = {
         ),
     ),
     "laplacian": KernelSpec(
-        "laplacian", _laplacian_exact, _laplacian_ppf, sample_pitch=_laplacian_pitch
+        "laplacian", _laplacian_exact, _identity, _laplacian_ppf, sample_pitch=_laplacian_pitch
     ),
     "cauchy": KernelSpec(
         "cauchy",
         _cauchy_exact,
+        np.sqrt,
         _cauchy_ppf,
         no_binning_reason=(
             "its pitch density δ·k''(δ) is negative near 0 "
@@ -180,6 +259,7 @@ KERNELS = {
     "matern": KernelSpec(
         "matern",
         _matern_exact,
+        _sqrt_2gamma,
         _matern_ppf,
         qmc_extra_dims=1,
         radial_norms=_matern_norms,
