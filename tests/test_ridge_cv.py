@@ -11,7 +11,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils._param_validation import InvalidParameterError
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from randfeat import RandomFourierFeatures, RidgeClassifierCV, RidgeCV
+from randfeat import RandomBinningFeatures, RandomFourierFeatures, RidgeClassifierCV, RidgeCV
 
 ALPHAS = np.array([1e-3, 1e-2, 0.1, 1.0, 10.0, 100.0])
 
@@ -317,3 +317,66 @@ def test_kfold_classifier_and_bad_splitters():
         RidgeCV(ALPHAS, cv=ShuffleSplit(3, random_state=0)).fit(X, Y[:, 0])
     with pytest.raises(ValueError, match="n_splits=200"):
         RidgeCV(ALPHAS, cv=200).fit(X, Y[:, 0])
+
+
+@pytest.mark.parametrize("kernel, sampling", [("rbf", "iid"), ("rbf", "orthogonal"), ("rbf", "qmc"),
+                                              ("laplacian", "iid"), ("laplacian", "qmc"), ("cauchy", "iid"),
+                                              ("cauchy", "qmc"), ("matern", "iid"), ("matern", "orthogonal"),
+                                              ("matern", "qmc")])
+@pytest.mark.parametrize("feature_map, n", [("cos", 20), ("cossin", 21)])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_gamma_path_maps_are_bit_identical_to_separate_fits(kernel, sampling, feature_map, n, dtype):
+    # One draw, rescaled per gamma in _kernels.scale_frequencies, against a
+    # fresh fit at each gamma with the same random_state.
+    X = np.random.default_rng(0).normal(size=(30, 5)).astype(dtype)
+    fm = RandomFourierFeatures(n, kernel=kernel, sampling=sampling, feature_map=feature_map, nu=2.5, random_state=4)
+    gammas = [0.003, 0.2, 7.0]
+    for g, m in zip(gammas, fm._fit_gamma_path(X, gammas)):
+        alone = clone(fm).set_params(gamma=g).fit(X)
+        assert m.gamma == g and m.gamma_ == g
+        np.testing.assert_array_equal(m.random_weights_, alone.random_weights_)
+        np.testing.assert_array_equal(m.transform(X), alone.transform(X))
+
+
+def test_binning_gamma_path_features_are_bit_identical_to_separate_fits():
+    X, Y, _ = make_data(150, 3, 1, seed=2, offset=0.0)
+    fm = RandomBinningFeatures(8, random_state=1)
+    m = RidgeCV(ALPHAS, features=fm, gammas=[0.1, 1.0, 3.0], cv=3).fit(X, Y[:, 0])
+    alone = clone(fm).set_params(gamma=m.gamma_).fit(X)
+    assert (m.features_.transform(X) != alone.transform(X)).nnz == 0
+
+
+@pytest.mark.parametrize("cv, scoring, store", [(None, None, True), ("gcv", None, True), (None, "r2", False)])
+@pytest.mark.parametrize("chunk_size", [None, 17])
+def test_joint_gamma_pass_equals_one_pass_per_gamma(cv, scoring, store, chunk_size, monkeypatch):
+    # The single pass over X for all gammas computes exactly what one pass
+    # per gamma does (the same blocks into the same accumulators).
+    X, Y, w = make_data(90, 4, 2, seed=5, offset=0.0)
+    kw = dict(features=RandomFourierFeatures(31, random_state=2), gammas=[0.05, 0.5, 5.0], cv=cv,
+              scoring=scoring, store_cv_results=store, chunk_size=chunk_size, alpha_per_target=True)
+    passes = []
+    original = RidgeCV._row_blocks
+    monkeypatch.setattr(RidgeCV, "_row_blocks", lambda self, X, D: passes.append(1) or original(self, X, D))
+    joint = RidgeCV(ALPHAS, **kw).fit(X, Y, sample_weight=w)
+    assert len(passes) == (1 if cv == "gcv" else 2)  # not per gamma
+    monkeypatch.setattr(RidgeCV, "_joint_pass_fits", lambda self, maps, X: False)
+    apart = RidgeCV(ALPHAS, **kw).fit(X, Y, sample_weight=w)
+    np.testing.assert_array_equal(joint.gamma_scores_, apart.gamma_scores_)
+    np.testing.assert_array_equal(joint.alpha_, apart.alpha_)
+    np.testing.assert_array_equal(joint.coef_, apart.coef_)
+    np.testing.assert_array_equal(joint.intercept_, apart.intercept_)
+    if store:
+        np.testing.assert_array_equal(joint.cv_results_, apart.cv_results_)
+
+
+def test_joint_gamma_pass_falls_back_when_the_grams_do_not_fit(monkeypatch):
+    import randfeat._ridge_cv as ridge_cv_mod
+
+    X, Y, _ = make_data(60, 3, 1, seed=6, offset=0.0)
+    est = RidgeCV(ALPHAS, features=RandomFourierFeatures(40, random_state=0), gammas=[0.1, 1.0])
+    maps = est._maps_for_gammas(X, [0.1, 1.0])
+    monkeypatch.setattr(ridge_cv_mod, "available_memory", lambda: (2 * 40 * 40 * 8 - 1, "test"))
+    assert not est._joint_pass_fits(maps, X)  # 2 Grams > half of what is left
+    monkeypatch.setattr(ridge_cv_mod, "available_memory", lambda: (4 * 40 * 40 * 8, "test"))
+    assert est._joint_pass_fits(maps, X)
+    assert not clone(est).set_params(cv=3)._joint_pass_fits(maps, X)  # k-fold: per fold, not joint

@@ -17,9 +17,9 @@ from sklearn.utils.validation import check_is_fitted
 from . import _dask
 from ._base import RandomFeatureMap, fit_context
 from ._dask import is_dask_array
-from ._fourier_sampling import SAMPLINGS, sample_fourier_parameters
+from ._fourier_sampling import SAMPLINGS, draw_unit_frequencies
 from ._fourier_transform import fourier_features
-from ._kernels import GAMMA, KERNEL_NAMES, KERNELS, NU, resolve_gamma
+from ._kernels import GAMMA, KERNEL_NAMES, KERNELS, NU, resolve_gamma, scale_frequencies
 from ._validation import N_JOBS, Interval, as_generator, validate_X
 
 FEATURE_MAPS = ("cossin", "cos")
@@ -218,28 +218,59 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, RandomFeatureMap):
         if is_dask_array(X):  # fit reads only X's width, dtype (and variance for gamma="scale")
             X = _dask.fourier_fit_input(X, with_variance=isinstance(self.gamma, str))
         X = validate_X(self, X, reset=True)
-        dtype = X.dtype
-        gamma = resolve_gamma(self.gamma, X)
-        D = self.n_components
+        unit, b = self._draw_unit_frequencies(X.shape[1])
+        return self._set_frequencies(unit, b, resolve_gamma(self.gamma, X), X.dtype)
+
+    def _draw_unit_frequencies(self, d):
+        """Draw the unit frequencies and offsets from ``random_state`` (nothing set on self)."""
         cossin = self.feature_map == "cossin"
-        n_freq = (D + 1) // 2 if cossin else D
+        n_freq = (self.n_components + 1) // 2 if cossin else self.n_components
         rng = as_generator(self.random_state)
+        unit, b = draw_unit_frequencies(
+            KERNELS[self.kernel], self.sampling, d, n_freq, self.nu, rng, with_offset=not cossin
+        )
+        if cossin and self.n_components % 2:
+            b = rng.uniform(0.0, 2.0 * np.pi, size=1)  # phase of the single column
+        return unit, b
+
+    def _set_frequencies(self, unit, b, gamma, dtype):
+        """Finish ``fit``: the frequencies at ``gamma`` (``_kernels.scale_frequencies``) and the fitted attributes."""
         # Overflowing frequencies (a huge gamma) are reported by _check_frequencies.
         with np.errstate(over="ignore", invalid="ignore"):
-            W, b = sample_fourier_parameters(
-                KERNELS[self.kernel], self.sampling, X.shape[1], n_freq, gamma, self.nu, rng, with_offset=not cossin
-            )
-            W = W.astype(dtype, copy=False)
-        if cossin and D % 2:
-            b = rng.uniform(0.0, 2.0 * np.pi, size=1)  # phase of the single column
+            W = np.ascontiguousarray(scale_frequencies(KERNELS[self.kernel], unit, gamma)).astype(dtype, copy=False)
         self._check_frequencies(W, gamma)
         self.gamma_ = gamma
         self.random_weights_ = W
         self.random_offset_ = None if b is None else b.astype(dtype, copy=False)
-        self.n_features_out_ = D
+        self.n_features_out_ = self.n_components
         # transform reads the map from here, never from the (settable) parameter.
-        self._cossin = cossin
+        self._cossin = self.feature_map == "cossin"
         return self
+
+    def _fit_gamma_path(self, X, gammas):
+        """Return one fitted clone of this map per gamma, all from one draw of the unit frequencies.
+
+        Each clone has ``gamma`` set to its value and features bit-identical
+        to ``clone(self).set_params(gamma=g).fit(X)`` (same ``random_state``):
+        the draw is the same and the scaling is ``fit``'s own.
+
+        Parameters
+        ----------
+        X : validated ndarray or CSR matrix
+        gammas : sequence of float
+
+        Returns
+        -------
+        maps : list of RandomFourierFeatures
+        """
+        from sklearn.base import clone
+
+        maps = [clone(self).set_params(gamma=float(g)) for g in gammas]
+        unit, b = maps[0]._draw_unit_frequencies(X.shape[1])
+        for m in maps:
+            validate_X(m, X, reset=True)
+            m._set_frequencies(unit, b, m.gamma, X.dtype)
+        return maps
 
     def _check_frequencies(self, W, gamma):
         """Raise unless every frequency is finite in the features' dtype (else the features are NaN)."""

@@ -129,28 +129,3 @@ def draw_unit_frequencies(spec, sampling, d, n, nu, rng, *, with_offset):
     b = rng.uniform(0.0, 2.0 * np.pi, size=n) if with_offset else None
     return unit, b
 
-
-def sample_fourier_parameters(spec, sampling, d, n, gamma, nu, rng, *, with_offset):
-    """Draw frequencies ``W`` (d, n) at ``gamma`` and, for the ``cos`` map, offsets ``b`` (n,).
-
-    ``draw_unit_frequencies`` followed by ``scale_frequencies``.
-
-    Parameters
-    ----------
-    spec : KernelSpec
-    sampling : {'iid', 'orthogonal', 'qmc'}
-    d, n : int
-        Input dimension and number of frequencies.
-    gamma, nu : float
-        Kernel parameters (numeric ``gamma``).
-    rng : numpy.random.Generator
-    with_offset : bool
-        Draw ``b ~ U[0, 2π)`` too (for QMC, from one more QMC coordinate).
-
-    Returns
-    -------
-    W : ndarray of shape (d, n), float64, C-contiguous
-    b : ndarray of shape (n,), float64, or None
-    """
-    unit, b = draw_unit_frequencies(spec, sampling, d, n, nu, rng, with_offset=with_offset)
-    return np.ascontiguousarray(scale_frequencies(spec, unit, gamma)), b

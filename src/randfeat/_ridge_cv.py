@@ -43,6 +43,7 @@ from ._dask import is_dask_array
 from ._ridge import CHOLESKY_MAX_FEATURES, RidgeClassifier, _BaseRidge, _default_chunk_rows, _pm1_targets, _validate_Xy
 from ._cg import cg_ridge_path
 from ._linops import make_products
+from ._memory import available_memory
 from ._stats import StatisticsAccumulator
 from ._threads import effective_n_threads, single_threaded_blas
 from ._validation import N_JOBS, Interval
@@ -53,6 +54,11 @@ AUTO_GAMMA_FACTORS = (0.1, 0.3, 1.0, 3.0, 10.0)
 #: Rows (a fixed-seed subsample) on which the median pairwise distance is taken.
 AUTO_GAMMA_ROWS = 1000
 
+
+#: ``gammas`` with dense features: the per-gamma Gram matrices are accumulated
+#: in one pass over X when together they need at most this fraction of the
+#: available memory (else one pass per gamma).
+JOINT_PASS_MEMORY_FRACTION = 0.5
 
 #: Relative residual at which the k-fold path's CG fits stop (``Ridge``'s default tol).
 CV_TOL = 1e-6
@@ -142,6 +148,51 @@ class _Decomposition:
             return np.where(dof < n, (rss / n) / (1.0 - dof / n) ** 2, np.inf)
 
 
+class _LooScores:
+    """Scores per alpha from leave-one-out residuals given block by block (rows in any order).
+
+    ``scoring=None``: minus the mean of w_i·e_i² (scikit-learn's RidgeCV);
+    a scorer: applied to the leave-one-out predictions once all rows are in;
+    ``gcv``: the (K, A) GCV errors, no residuals needed.  ``finish`` returns
+    (scores — (A,), or (K, A) per target —, what ``cv_results_`` stores).
+    """
+
+    def __init__(self, estimator, alphas, Y, w, sample_weight, y_true, per_target, gcv=None):
+        self.estimator, self.Y, self.w = estimator, Y, w
+        self.sample_weight, self.y_true, self.per_target = sample_weight, y_true, per_target
+        self.gcv = gcv
+        N, K = Y.shape
+        A = alphas.size
+        self.total = np.zeros((K, A))
+        self.stored = None
+        if gcv is None and estimator.scoring is not None:
+            self.stored = np.empty((N, K, A))  # predictions, for the scorer
+        elif gcv is None and estimator.store_cv_results:
+            self.stored = np.empty((N, K, A))  # weighted squared errors
+
+    def add(self, s, e, loo):
+        """Take the residuals ``loo`` (e − s, K, A) of rows s..e."""
+        if self.estimator.scoring is not None:
+            self.stored[s:e] = self.Y[s:e, :, None] - loo
+            return
+        se = self.w[s:e, None, None] * loo**2
+        self.total += se.sum(axis=0)
+        if self.stored is not None:
+            self.stored[s:e] = se
+
+    def finish(self):
+        """Return (scores, results)."""
+        if self.gcv is not None:
+            return (-self.gcv if self.per_target else -self.gcv.mean(axis=0)), self.gcv
+        N, K = self.Y.shape
+        if self.estimator.scoring is None:
+            scores = -self.total / N if self.per_target else -self.total.sum(axis=0) / (N * K)
+            return scores, self.stored
+        # Weighted fits score with the weights, as scikit-learn's RidgeCV does.
+        params = {} if self.sample_weight is None else {"sample_weight": self.w}
+        return self.estimator._scores_with_scorer(self.stored, self.y_true, self.per_target, params), self.stored
+
+
 class _RidgeCVMixin:
     """Shared parameters and closed-form selection of RidgeCV and RidgeClassifierCV."""
 
@@ -209,16 +260,29 @@ class _RidgeCVMixin:
             )
 
     # ------------------------------------------------------------ the data
-    def _feature_source(self, X, template):
-        """Fit a clone of ``template``; return (fitted map or None, materialised Z or None, D)."""
-        if template is None:
+    def _feature_source(self, X, template, fitted=None):
+        """Fit a clone of ``template`` (or take ``fitted``); return (fitted map or None, materialised Z or None, D)."""
+        if template is None and fitted is None:
             return None, X, X.shape[1]
+        if fitted is not None:
+            features = fitted
+            if getattr(features, "_sparse_output", False):
+                Z = features.transform(X)
+                return features, sp.csr_matrix(Z), Z.shape[1]
+            return features, None, int(features.n_features_out_)
         features = clone(template)
         if getattr(features, "_sparse_output", False):
             Z = features.fit_transform(X)
             return features, sp.csr_matrix(Z), Z.shape[1]
         features.fit(X)
         return features, None, int(features.n_features_out_)
+
+    def _row_blocks(self, X, D):
+        """Yield (start, stop, rows of X) in the chunks ``_blocks`` uses for D features."""
+        itemsize = 4 if X.dtype == np.float32 else 8
+        step = self.chunk_size or _default_chunk_rows(D, itemsize)
+        for s in range(0, X.shape[0], step):
+            yield s, min(s + step, X.shape[0]), X[s : s + step]
 
     def _blocks(self, X, Z, features, D):
         """Yield (start, stop, dense Z block) over the rows (Z None: transform X chunk by chunk)."""
@@ -240,7 +304,11 @@ class _RidgeCVMixin:
             if acc is None:
                 acc = StatisticsAccumulator(D, Y.shape[1], Zb.dtype, self.fit_intercept, n_threads)
             acc.add(Zb, Y[s:e], w[s:e])
-        stats = acc.statistics()
+        return self._eigen_of(acc.statistics())
+
+    @staticmethod
+    def _eigen_of(stats):
+        """The gram-path decomposition of accumulated statistics."""
         with single_threaded_blas():  # eigh's result must not depend on the thread count
             lam, V = scipy.linalg.eigh(stats.gram(), check_finite=False)
         lam = np.maximum(lam, 0.0)
@@ -283,16 +351,23 @@ class _RidgeCVMixin:
             r = (Y - dec.y_mean)[:, :, None] - fitted / sqw
             yield 0, len(w), r / (1.0 - lev)[:, None, :]
             return
+        for s, e, Zb in blocks:
+            yield s, e, self._loo_block(dec, alphas, Zb, Y[s:e], w[s:e])
+
+    @staticmethod
+    def _loo_block(dec, alphas, Zb, Yb, wb):
+        """Gram path: the leave-one-out residuals (n, K, A) of one block of rows."""
+        lam = dec.eigvals[:, None]
+        base = 1.0 / dec.weight_sum if dec.centred else 0.0
         inv = 1.0 / (lam + alphas[None, :])  # (D, A)
         coef_by_alpha = (dec.u[:, :, None] * inv[:, None, :]).reshape(dec.u.shape[0], -1)  # (D, K·A)
-        for s, e, Zb in blocks:
-            Zc = np.asarray(Zb, dtype=np.float64) - dec.mean if dec.centred else np.asarray(Zb, dtype=np.float64)
-            with single_threaded_blas():
-                P = Zc @ dec.basis
-            lev = w[s:e, None] * ((P * P) @ inv + base)
-            fitted = (P @ coef_by_alpha).reshape(e - s, -1, A)
-            r = (Y[s:e] - dec.y_mean)[:, :, None] - fitted
-            yield s, e, r / (1.0 - lev)[:, None, :]
+        Zc = np.asarray(Zb, dtype=np.float64) - dec.mean if dec.centred else np.asarray(Zb, dtype=np.float64)
+        with single_threaded_blas():
+            P = Zc @ dec.basis
+        lev = wb[:, None] * ((P * P) @ inv + base)
+        fitted = (P @ coef_by_alpha).reshape(len(wb), -1, alphas.size)
+        r = (Yb - dec.y_mean)[:, :, None] - fitted
+        return r / (1.0 - lev)[:, None, :]
 
     # ------------------------------------------------------------ selection
     def _select(self, X, Y, sample_weight, y_true):
@@ -312,26 +387,77 @@ class _RidgeCVMixin:
             gammas = base * np.asarray(AUTO_GAMMA_FACTORS)
         else:
             gammas = _as_positive("gammas", self.gammas)
-        best, gamma_scores = None, []
-        for g in gammas:
-            sel = self._select_alpha(X, Y, sample_weight, y_true, clone(self.features).set_params(gamma=float(g)))
-            gamma_scores.append(float(np.mean(sel["best_score"])))
-            if best is None or gamma_scores[-1] > gamma_scores[best[0]]:
-                best = (len(gamma_scores) - 1, sel)
-        sel = best[1]
-        sel["gamma"], sel["gamma_scores"], sel["gammas"] = float(gammas[best[0]]), np.array(gamma_scores), gammas
+        maps = self._maps_for_gammas(X, gammas)
+        if self._joint_pass_fits(maps, X):
+            sels = self._select_alpha_joint(X, Y, sample_weight, y_true, maps)
+        else:
+            sels = [self._select_alpha(X, Y, sample_weight, y_true, None, fitted=m) for m in maps]
+        gamma_scores = np.array([float(np.mean(sel["best_score"])) for sel in sels])
+        best = int(np.argmax(gamma_scores))  # first best
+        sel = sels[best]
+        sel["gamma"], sel["gamma_scores"], sel["gammas"] = float(gammas[best]), gamma_scores, gammas
         return sel
 
-    def _select_alpha(self, X, Y, sample_weight, y_true, template):
-        """Choose alpha for the features of ``template`` (None: X itself); see ``_select``."""
+    def _maps_for_gammas(self, X, gammas):
+        """The template fitted at each gamma from one draw (a map with ``_fit_gamma_path``; else one fit each).
+
+        A fit with the same ``random_state`` redraws the same unit variables,
+        so either way each map equals a separate fit at its gamma.
+        """
+        template = clone(self.features)
+        if hasattr(template, "_fit_gamma_path"):
+            return template._fit_gamma_path(X, gammas)
+        return [clone(template).set_params(gamma=float(g)).fit(X) for g in gammas]
+
+    def _joint_pass_fits(self, maps, X):
+        """True if the gammas' Gram matrices are accumulated in one pass over X (see ``RidgeCV``).
+
+        Needs dense (streamed) features, leave-one-out or GCV (not k-fold),
+        and the n_gammas Gram accumulators within half the available memory.
+        """
+        if self.cv not in (None, "gcv") or any(getattr(m, "_sparse_output", False) for m in maps):
+            return False
+        D = int(maps[0].n_features_out_)
+        per_gram = D * D * (8 + (4 if X.dtype == np.float32 else 0))
+        available, _ = available_memory()
+        return available is None or len(maps) * per_gram <= JOINT_PASS_MEMORY_FRACTION * available
+
+    def _select_alpha_joint(self, X, Y, sample_weight, y_true, maps):
+        """``_select_alpha`` for every map at once: one pass over X for all Grams, one for all residuals."""
         alphas = _as_alphas(self.alphas)
         N, K = Y.shape
-        A = alphas.size
         n_threads = effective_n_threads(self.n_jobs)
-        features, Z, D = self._feature_source(X, template)
+        w = self._weights(N, sample_weight)
+        D = int(maps[0].n_features_out_)
+        accs = [None] * len(maps)
+        for s, e, Xb in self._row_blocks(X, D):
+            for g, m in enumerate(maps):
+                Zb = m.transform(Xb)
+                if accs[g] is None:
+                    accs[g] = StatisticsAccumulator(D, K, Zb.dtype, self.fit_intercept, n_threads)
+                accs[g].add(Zb, Y[s:e], w[s:e], owned=True)
+        decs = [self._eigen_of(acc.statistics()) for acc in accs]
+        scorers = [self._loo_scorer(dec, alphas, Y, w, sample_weight, y_true) for dec in decs]
+        if self.cv != "gcv":
+            for s, e, Xb in self._row_blocks(X, D):
+                for m, dec, scorer in zip(maps, decs, scorers):
+                    scorer.add(s, e, self._loo_block(dec, alphas, m.transform(Xb), Y[s:e], w[s:e]))
+        return [self._alpha_choice(dec, alphas, *scorer.finish(), m, X.dtype)
+                for m, dec, scorer in zip(maps, decs, scorers)]
+
+    def _weights(self, N, sample_weight):
         w = np.ones(N) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
         if not w.sum() > 0:
             raise ValueError(f"{type(self).__name__} needs a positive total sample weight")
+        return w
+
+    def _select_alpha(self, X, Y, sample_weight, y_true, template, fitted=None):
+        """Choose alpha for the features of ``template`` or the fitted map ``fitted`` (both None: X itself)."""
+        alphas = _as_alphas(self.alphas)
+        N, K = Y.shape
+        n_threads = effective_n_threads(self.n_jobs)
+        features, Z, D = self._feature_source(X, template, fitted)
+        w = self._weights(N, sample_weight)
         wide_sparse = Z is not None and sp.issparse(Z) and D > CHOLESKY_MAX_FEATURES
         if self.cv not in (None, "gcv") or (wide_sparse and self.cv is None):
             pred = self._kfold_predictions(X, Z, features, D, Y, w, y_true, alphas, n_threads)
@@ -351,32 +477,24 @@ class _RidgeCVMixin:
         else:
             dec = self._gram_decomposition(self._blocks(X, Z, features, D), Y, w, D, n_threads)
 
-        per_target = bool(self.alpha_per_target) and K > 1
-        results = None
-        if self.cv == "gcv":
-            err = dec.gcv_errors(alphas)  # (K, A)
-            scores = -err if per_target else -err.mean(axis=0)
-            results = err
-        elif self.scoring is None:
-            sq = np.empty((N, K, A)) if self.store_cv_results else None
-            total = np.zeros((K, A))
+        scorer = self._loo_scorer(dec, alphas, Y, w, sample_weight, y_true)
+        if self.cv != "gcv":
             for s, e, loo in self._loo_chunks(dec, alphas, self._blocks(X, Z, features, D), Y, w):
-                se = w[s:e, None, None] * loo**2
-                total += se.sum(axis=0)
-                if sq is not None:
-                    sq[s:e] = se
-            scores = -total / N if per_target else -total.sum(axis=0) / (N * K)
-            results = sq
-        else:
-            pred = np.empty((N, K, A))
-            for s, e, loo in self._loo_chunks(dec, alphas, self._blocks(X, Z, features, D), Y, w):
-                pred[s:e] = Y[s:e, :, None] - loo
-            # Weighted fits score with the weights, as scikit-learn's RidgeCV does.
-            params = {} if sample_weight is None else {"sample_weight": w}
-            scores = self._scores_with_scorer(pred, y_true, per_target, params)
-            results = pred
+                scorer.add(s, e, loo)
+        return self._alpha_choice(dec, alphas, *scorer.finish(), features,
+                                  X.dtype if Z is None or not hasattr(Z, "dtype") else Z.dtype)
 
-        if per_target:
+    def _loo_scorer(self, dec, alphas, Y, w, sample_weight, y_true):
+        """A ``_LooScores`` for this estimator's criterion (``cv='gcv'``: scores from ``dec`` alone)."""
+        per_target = bool(self.alpha_per_target) and Y.shape[1] > 1
+        if self.cv == "gcv":
+            return _LooScores(self, alphas, Y, w, sample_weight, y_true, per_target, gcv=dec.gcv_errors(alphas))
+        return _LooScores(self, alphas, Y, w, sample_weight, y_true, per_target)
+
+    def _alpha_choice(self, dec, alphas, scores, results, features, dtype):
+        """The best alpha (per target with ``alpha_per_target``) and the model there, as ``_select`` returns it."""
+        K = dec.u.shape[1]
+        if scores.ndim == 2:
             best = np.argmax(scores, axis=1)  # first best, like scikit-learn
             alpha = alphas[best]
             best_score = scores[np.arange(K), best]
@@ -384,11 +502,11 @@ class _RidgeCVMixin:
             best = int(np.argmax(scores))
             alpha = float(alphas[best])
             best_score = float(scores[best])
-        col_alpha = alpha if per_target else np.full(K, alpha)
+        col_alpha = alpha if scores.ndim == 2 else np.full(K, alpha)
         coef = dec.coef(col_alpha)
         intercept = dec.y_mean - coef @ dec.mean if dec.centred else np.zeros(K)
         return dict(alpha=alpha, best_score=best_score, coef=coef, intercept=intercept, results=results,
-                    features=features, dtype=X.dtype if Z is None or not hasattr(Z, "dtype") else Z.dtype)
+                    features=features, dtype=dtype)
 
     # ------------------------------------------------------------ k-fold
     def _folds(self, N, y_true):
@@ -535,11 +653,16 @@ class RidgeCV(_RidgeCVMixin, RegressorMixin, _BaseRidge):
         k-fold CG fits (see ``cv``).  None: X is the feature matrix.
     gammas : array-like of float, "auto" or None, default=None
         Kernel widths to choose from (needs ``features`` with a ``gamma``).
-        Each gamma's map is ``features`` with that gamma and the same
-        ``random_state`` (so its features are bit-identical to a map fitted
-        on its own), and alpha is chosen for each as above; the gamma with
-        the best score wins (``gamma_``, ``features_``).  Each gamma costs
-        its own passes over the data (two for leave-one-out, one for GCV).
+        The map's random variables are drawn once (its ``random_state``) and
+        rescaled per gamma by the kernel's own scaling, so each gamma's
+        features are bit-identical to a map fitted on its own at that gamma;
+        alpha is chosen for each as above and the gamma with the best score
+        wins (``gamma_``, ``features_``).  Dense (Fourier) features with
+        leave-one-out or GCV: the n_gammas Gram matrices are accumulated in
+        a single pass over X (and the leverages in a second, none for GCV)
+        when together they fit half the available memory (n_gammas · D² ·
+        8 bytes, 12 for float32 X); otherwise each gamma makes its own
+        passes.  Either way each block of X is transformed once per gamma.
         ``"auto"``: γ_med · (0.1, 0.3, 1, 3, 10), γ_med = 1 / the median
         pairwise squared Euclidean distance (L1 distance for the Laplacian
         kernel) among at most 1000 rows drawn with seed 0.
