@@ -8,9 +8,9 @@ import pytest
 import scipy.sparse as sp
 
 from randfeat import datasets
-from randfeat.datasets import load_adult, make_adult_like, make_census_like, make_forest_like
+from randfeat.datasets import load_adult, make_adult_like, make_census_like, make_forest_like, make_letter_like
 
-GENERATORS = [make_census_like, make_adult_like, make_forest_like]
+GENERATORS = [make_census_like, make_adult_like, make_forest_like, make_letter_like]
 
 
 def _same(a, b):
@@ -33,11 +33,25 @@ def test_n_samples_gives_a_prefix_of_the_larger_set(make):
     # Rows are drawn in fixed blocks, so a subsample is the first rows of a
     # larger set, across a block boundary too (block = 32768 rows).
     big, small = {make_census_like: (18000, 500), make_adult_like: (32000, 1000),
-                  make_forest_like: (40000, 33000)}[make]
+                  make_forest_like: (40000, 33000), make_letter_like: (20000, 700)}[make]
     Xa, ya = make(big, random_state=1)
     Xb, yb = make(small, random_state=1)
     n = Xb.shape[0]
     assert _same(Xa[:n], Xb) and np.array_equal(ya[:n], yb)
+
+
+def test_letter_like_shape_values_and_repeated_rows():
+    X, y = make_letter_like()
+    assert X.shape == (20000, 16) and y.shape == (20000,) and y.dtype == np.int64
+    assert np.array_equal(X, np.rint(X)) and X.min() == 0.0 and X.max() <= 15.0
+    assert not np.any(np.signbit(X))  # no -0.0
+    assert np.array_equal(np.unique(y), np.arange(26))
+    # Rows repeat (glyph variants): the ill-conditioning the generator is for.
+    assert len(np.unique(X, axis=0)) < 0.6 * len(X)
+    # The classes are learnable: nearest class mean beats chance (1/26) by far.
+    means = np.stack([X[y == c].mean(axis=0) for c in range(26)])
+    nearest = np.argmin(((X[:, None, :] - means[None]) ** 2).sum(-1), axis=1)
+    assert np.mean(nearest == y) > 0.3
 
 
 def test_census_like_shape_and_values():
