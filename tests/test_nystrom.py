@@ -5,7 +5,7 @@ import pytest
 import scipy.sparse as sp
 from sklearn.utils._param_validation import InvalidParameterError
 
-from randfeat import RandomBinningFeatures, Ridge
+from randfeat import RandomBinningFeatures, Ridge, RidgeClassifier
 from randfeat import _nystrom, _precond
 from randfeat._cg import block_cg, cg_ridge, cg_ridge_path
 from randfeat._linops import make_products
@@ -274,3 +274,53 @@ def test_memory_budget_too_small_says_so_before_allocating(monkeypatch):
     with pytest.raises(MemoryError, match="memory budget"):
         cg_ridge(make_products(Z, 1), y[:, None], None, 1e-3, fit_intercept=True, tol=1e-6, max_iter=None,
                  preconditioner="nystrom", nystrom_rank=10, memory_budget=1000)
+
+
+# ------------------------------------------------------- estimator parameters
+@pytest.mark.parametrize("Est", [Ridge, RidgeClassifier])
+def test_estimator_nystrom_parameters_match_the_solver(Est):
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(800, 3))
+    y = (X[:, 0] > 0).astype(int) + (X[:, 1] > 0.5)
+    fm = RandomBinningFeatures(6, gamma=0.7, random_state=0)
+    fits = [Est(alpha=1e-3, features=fm, preconditioner="nystrom", preconditioner_rank=40, n_jobs=j,
+                tol=1e-10, max_iter=5000).fit(X, y) for j in (1, 2)]
+    assert fits[0].preconditioner_.startswith("randomized Nyström, rank 40")
+    np.testing.assert_array_equal(fits[0].coef_, fits[1].coef_)
+    np.testing.assert_array_equal(fits[0].n_iter_, fits[1].n_iter_)
+    assert np.all(fits[0].relative_residual_ <= 1e-10)
+    jacobi = Est(alpha=1e-3, features=fm, preconditioner="jacobi", tol=1e-10, max_iter=5000).fit(X, y)
+    assert jacobi.preconditioner_.startswith("Jacobi")
+    np.testing.assert_allclose(fits[0].coef_, jacobi.coef_, rtol=1e-4, atol=1e-4 * np.abs(jacobi.coef_).max())
+    assert np.max(fits[0].n_iter_) < np.max(jacobi.n_iter_)
+
+
+@pytest.mark.parametrize("rank", [-1, 0, 2.5, "10"])
+def test_estimator_bad_rank_type(rank):
+    X = np.random.default_rng(0).normal(size=(50, 2))
+    with pytest.raises(InvalidParameterError, match="preconditioner_rank"):
+        Ridge(features=RandomBinningFeatures(3, random_state=0), preconditioner_rank=rank).fit(X, X[:, 0])
+
+
+def test_estimator_rank_larger_than_width_and_bad_kind():
+    X = np.random.default_rng(0).normal(size=(50, 2))
+    est = Ridge(alpha=1e-2, features=RandomBinningFeatures(3, random_state=0), solver="cg",
+                preconditioner="nystrom", preconditioner_rank=10**6)
+    with pytest.raises(InvalidParameterError, match="preconditioner_rank.*at most the number of feature columns"):
+        est.fit(X, X[:, 0])
+    with pytest.raises(InvalidParameterError, match="preconditioner"):
+        Ridge(preconditioner="ilu").fit(X, X[:, 0])
+    with pytest.raises(InvalidParameterError, match="preconditioner_memory"):
+        Ridge(preconditioner_memory=0).fit(X, X[:, 0])
+
+
+def test_estimator_memory_budget_too_small_says_so(monkeypatch):
+    def no_sketch(*args, **kwargs):
+        raise AssertionError("sketched before checking the budget")
+
+    monkeypatch.setattr(_nystrom, "_sketch", no_sketch)
+    X = np.random.default_rng(0).normal(size=(200, 2))
+    est = Ridge(alpha=1e-2, features=RandomBinningFeatures(4, random_state=0), solver="cg",
+                preconditioner="nystrom", preconditioner_rank=20, preconditioner_memory=1000)
+    with pytest.raises(MemoryError, match="memory budget"):
+        est.fit(X, X[:, 0])

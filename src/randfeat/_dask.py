@@ -690,8 +690,10 @@ def _fit_ridge_cg(est, X, y, w, features, binarizer, K, dtype):
                          "give at least one sample a positive weight")
     B, ybar = normal.rhs()
     log = est._log if est.verbose else None
+    est._check_preconditioner_rank(D)
     (result,) = solve_normal_path(normal, B, ybar, [float(est.alpha)], tol=float(est.tol), max_iter=est.max_iter,
-                                  log=log)
+                                  log=log, preconditioner=est.preconditioner, nystrom_rank=est.preconditioner_rank,
+                                  memory_budget=int(est.preconditioner_memory))
     return result, z_dtype
 
 
