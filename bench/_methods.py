@@ -29,6 +29,10 @@ class Method:
     pair_with: Optional[str] = None  # train on the same rows as this (capped) method
     params_of: Optional[str] = None  # reuse the hyper-parameters chosen for this method (same model)
     grid_c: bool = False  # grid over C (SVM) instead of lambda
+    # Selected in closed form by randfeat.RidgeCV / RidgeClassifierCV (gammas= and alphas=) instead of a
+    # validation split: "loo" (leave-one-out, dense features) or an int (k-fold, sparse features).
+    cv_select: Optional[object] = None
+    features: Optional[Callable] = None  # features(task, seed) -> the unfitted feature-map template
 
 
 def _ls(task, lam, n, features=None, library="randfeat", n_jobs=None):
@@ -57,6 +61,18 @@ def _rf_binning(task, p, n, seed, *, grids, n_jobs):
     feats = randfeat.RandomBinningFeatures(grids, kernel="laplacian", gamma=p["gamma"], random_state=seed,
                                            n_jobs=n_jobs)
     return _ls(task, p["lam"], n, feats, n_jobs=n_jobs)
+
+
+def _fourier_template(task, seed, n_jobs):
+    import randfeat
+
+    return randfeat.RandomFourierFeatures(task.D, kernel="rbf", random_state=seed, n_jobs=n_jobs)
+
+
+def _binning_template(task, seed, n_jobs, *, grids):
+    import randfeat
+
+    return randfeat.RandomBinningFeatures(grids, kernel="laplacian", random_state=seed, n_jobs=n_jobs)
 
 
 def _sk_rbf_sampler(task, p, n, seed):
@@ -95,11 +111,14 @@ def build_methods(profile, n_jobs=None):
     g1, g2 = profile["grids"]
     fourier = partial(_rf_fourier, n_jobs=n_jobs)
     return [
-        Method("rf_fourier", "randfeat Fourier+LS", fourier, "rbf", lambda t: f"D={t.D}"),
+        Method("rf_fourier", "randfeat Fourier+LS", fourier, "rbf", lambda t: f"D={t.D}",
+               cv_select="loo", features=partial(_fourier_template, n_jobs=n_jobs)),
         Method(f"rf_binning_{g1}", f"randfeat Binning+LS (P={g1})", partial(_rf_binning, grids=g1, n_jobs=n_jobs),
-               "laplacian", lambda t, g=g1: f"P={g}"),
+               "laplacian", lambda t, g=g1: f"P={g}", cv_select=5,
+               features=partial(_binning_template, grids=g1, n_jobs=n_jobs)),
         Method(f"rf_binning_{g2}", f"randfeat Binning+LS (P={g2})", partial(_rf_binning, grids=g2, n_jobs=n_jobs),
-               "laplacian", lambda t, g=g2: f"P={g}"),
+               "laplacian", lambda t, g=g2: f"P={g}", cv_select=5,
+               features=partial(_binning_template, grids=g2, n_jobs=n_jobs)),
         Method("sk_rbf_sampler", "sklearn RBFSampler+Ridge", _sk_rbf_sampler, "rbf", lambda t: f"D={t.D}",
                dense_width=lambda t: t.D),
         Method("rf_fourier_paired", "randfeat Fourier+LS, same rows as RBFSampler", fourier, "rbf",

@@ -1,7 +1,7 @@
 """Table 1's protocol for one data set: select, cap or skip, then time every method's fit.
 
-Phase 1 chooses each method's hyper-parameters (``_selection.select``, or the
-choice of the row it shares a model with), caps the rows of a method whose
+Phase 1 chooses each method's hyper-parameters (``_selection.select``, timed:
+``selection_seconds``; or the choice of the row it shares a model with), caps the rows of a method whose
 float64 feature matrix would exceed the memory budget, and skips the exact
 kernel machine when its extrapolated fit time or kernel matrix exceeds the
 budget.  Phase 2 fits the chosen models on the training rows, methods
@@ -83,15 +83,17 @@ def run_task(task, methods, profile, *, seed=0, repeats=1, mem_budget_gb=6.0):
         if source_has_params(rows, m):
             why = (why + "; " if why else "") + f"hyper-parameters as chosen for {rows[m.params_of]['label']}"
         source = rows.get(m.params_of) if m.params_of else None
+        sel_s = None
         if source is not None and source.get("params"):
             best, tried, n_sel = source["params"], [], source["n_sel"]  # same model: same choice
         else:
             try:
-                best, tried, n_sel = select(m, task, profile, seed)
+                best, tried, n_sel, sel_s = select(m, task, profile, seed)
             except MemoryError as exc:  # pragma: no cover - depends on the machine
                 rec.update(status="failed", note=f"MemoryError in selection: {exc}")
                 continue
-        rec.update(params=best, n_sel=n_sel, grid=[{"params": p, "val_error": e} for p, e in tried])
+        rec.update(params=best, n_sel=n_sel, grid=[{"params": p, "val_error": e} for p, e in tried],
+                   selection_seconds=sel_s)
         n_fit = task.n_train if cap is None else cap
         rec["n_train_used"] = n_fit
         rec["note"] = why or ""

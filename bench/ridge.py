@@ -21,6 +21,10 @@ jobs: absolute times are noisy, ratios less so):
    its two floors measured in the same run (the feature transform of all
    rows in the same chunks, and a BLAS ssyrk of that many rows).
 
+5. Hard cases (``--only hard``, ``_ridge_hard.py``): CG on binning features
+   at small alpha (Letter-like, 26 classes), many targets on a uniform-bin
+   matrix, and the cost per product pair; table in ridge_hard.md.
+
 Usage::
 
     python bench/ridge.py            # the bars' shapes
@@ -292,7 +296,7 @@ def main(argv=None):
     mode.add_argument("--tiny", action="store_true", help="seconds; smoke test")
     parser.add_argument("--out", default=str(HERE / "results"), help="output directory")
     parser.add_argument("--repeats", type=int, default=None)
-    parser.add_argument("--only", choices=["cg", "cholesky", "streaming"], action="append")
+    parser.add_argument("--only", choices=["cg", "cholesky", "streaming", "hard"], action="append")
     args = parser.parse_args(argv)
 
     import randfeat
@@ -304,7 +308,8 @@ def main(argv=None):
     else:
         cg_n, chol, stream, repeats = 522_000, (100_000, 2000), (522_000, 5000), 3
     repeats = args.repeats or repeats
-    only = set(args.only or ["cg", "cholesky", "streaming"])
+    only = set(args.only or ["cg", "cholesky", "streaming", "hard"])
+    profile = "tiny" if args.tiny else "quick" if args.quick else "full"
 
     def log(msg):
         print(msg, file=sys.stderr, flush=True)
@@ -319,6 +324,23 @@ def main(argv=None):
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    if "hard" in only:
+        import _ridge_hard
+
+        hard = _ridge_hard.run(profile, log)
+        load = os.getloadavg()
+        header = [
+            "# Hard cases: CG on binning features (bench/ridge.py --only hard)",
+            "",
+            f"randfeat {randfeat.__version__}, {os.cpu_count()} CPUs, profile {profile}; load average at the end "
+            f"{load[0]:.1f}/{load[1]:.1f}/{load[2]:.1f}. One run each, same process, tol 1e-6, no intercept. "
+            "Iterations: max over targets; residual: max over targets of ‖Zᵀy − (ZᵀZ + αI)w‖ / ‖Zᵀy‖.",
+            "",
+        ]
+        (out / "ridge_hard.md").write_text("\n".join(_ridge_hard.markdown(hard, header)) + "\n")
+        print("\n".join(_ridge_hard.markdown(hard, header)))
+        if only == {"hard"}:
+            return
     fields = ["case", "shape", "dtype", "randfeat_s", "baseline", "baseline_s", "ratio", "bar", "note"]
     with open(out / "ridge.csv", "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")

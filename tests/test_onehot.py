@@ -10,7 +10,7 @@ import randfeat._precond as precond_mod
 import randfeat._threads as threads_mod
 from randfeat import RandomBinningFeatures, Ridge, RidgeClassifier
 from randfeat._linops import OneHotBlockProducts, SparseProducts, make_products, onehot_block_structure
-from randfeat._onehot_fast import n_row_blocks, onehot_matmat, onehot_tmatmat, set_group_budgets, vector_isa
+from randfeat._onehot_fast import local_bins, n_row_blocks, onehot_matmat, onehot_tmatmat, set_group_budgets, vector_isa
 from randfeat._sparse_fast import compact_columns, csr_gram_block
 from randfeat._precond import heavy_block_preconditioner, max_block_size
 from _subprocess_env import run_on_vector_path
@@ -169,6 +169,21 @@ def test_row_path_and_block_groups_give_the_same_bits(dtype, K, fused):
     for g in got:
         for a, b in zip(reference, g):
             np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.kernel
+@pytest.mark.parametrize("n_threads", [1, 2, 3])
+def test_local_bins_is_numpys_transpose(n_threads):
+    Z, _ = binning_Z(n=9000, P=7)  # more than one chunk of rows
+    N, G = Z.shape[0], Z.nnz // Z.shape[0]
+    bins, start, _ = onehot_block_structure(Z, n_threads)
+    cols = Z.indices.reshape(N, G)
+    np.testing.assert_array_equal(bins, (cols - start[:G]).T)
+    out = np.full((G, N), -1, dtype=np.int32)
+    local_bins(np.ascontiguousarray(cols, dtype=np.int32), start, out, n_threads)
+    np.testing.assert_array_equal(out, bins)
+    with pytest.raises(ValueError, match="shapes"):
+        local_bins(np.ascontiguousarray(cols, dtype=np.int32), start, np.empty((G, N + 1), np.int32), 1)
 
 
 def test_group_budgets_reject_zero():

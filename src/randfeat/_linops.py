@@ -44,7 +44,7 @@ import scipy.sparse as sp
 
 from . import _fourier_fast
 from ._fourier_transform import _gemm_ready
-from ._onehot_fast import n_row_blocks, onehot_matmat, onehot_tmatmat
+from ._onehot_fast import local_bins, n_row_blocks, onehot_matmat, onehot_tmatmat
 from ._sparse_fast import (
     compact_columns,
     csr_gram_block,
@@ -409,7 +409,7 @@ class SparseProducts(FeatureOperator):
 
 
 # ------------------------------------------------------------ one-hot blocks
-def onehot_block_structure(Z):
+def onehot_block_structure(Z, n_threads=1):
     """Describe CSR ``Z`` as a one-hot block matrix, or return None.
 
     Z qualifies when every row has the same number G of nonzeros, all of one
@@ -420,6 +420,8 @@ def onehot_block_structure(Z):
     Parameters
     ----------
     Z : scipy.sparse CSR matrix, canonical format
+    n_threads : int, default=1
+        Threads for the block-major copy of the bins (same result for any).
 
     Returns
     -------
@@ -444,7 +446,11 @@ def onehot_block_structure(Z):
     start[0], start[1:G], start[G] = 0, lo[1:], D
     if np.any(np.diff(start) > np.iinfo(np.int32).max):
         return None
-    bins = np.ascontiguousarray((cols - start[:G].astype(cols.dtype)).T, dtype=np.int32)
+    bins = np.empty((G, N), dtype=np.int32)
+    if cols.dtype == np.int32:
+        local_bins(cols, start, bins, n_threads)
+    else:  # int64 indices (rare): NumPy's transpose
+        bins[...] = (cols - start[:G]).T
     return bins, start, float(value)
 
 
@@ -692,7 +698,7 @@ def make_products(Z, n_threads):
         dense → DenseProducts.
     """
     if sp.issparse(Z):
-        structure = onehot_block_structure(Z)
+        structure = onehot_block_structure(Z, n_threads)
         if structure is not None:
             return OneHotBlockProducts(Z, structure, n_threads)
         return SparseProducts(Z, n_threads)
