@@ -230,15 +230,18 @@ def render_console(results, grids):
     for res in results:
         t = res["task"]
         out.append(f"\n{t['name']}: {t['kind']}, {t['n_train']} train rows x {t['n_features']} features")
-        out.append(f"  {'method':48s} {'size':>11s} {_err_label(t['kind']):>10s} {'train':>9s} {'peak mem':>9s}  chosen / note")
+        out.append(f"  {'method':48s} {'size':>11s} {_err_label(t['kind']):>10s} {'select':>9s} {'train':>9s} "
+                   f"{'peak mem':>9s}  chosen / note")
         for r in res["rows"]:
             if r["status"] == "omitted":
                 continue
             if "test_error" in r:
-                out.append(f"  {r['label']:48s} {r['size']:>11s} {r['test_error']:10.2f} {fmt_seconds(r['fit_seconds']):>9s} "
+                out.append(f"  {r['label']:48s} {r['size']:>11s} {r['test_error']:10.2f} "
+                           f"{fmt_seconds(r.get('selection_seconds')):>9s} {fmt_seconds(r['fit_seconds']):>9s} "
                            f"{fmt_bytes(r.get('peak_mem_bytes')):>9s}  {fmt_params(r['params'])} {r['note']}")
             else:
-                out.append(f"  {r['label']:48s} {r['size']:>11s} {'—':>10s} {'—':>9s} {'—':>9s}  {r['note'] or r['status']}")
+                out.append(f"  {r['label']:48s} {r['size']:>11s} {'—':>10s} {'—':>9s} {'—':>9s} {'—':>9s}  "
+                           f"{r['note'] or r['status']}")
         for extra in (paper_comparison(res, grids), speed_ratio(res)):
             if extra:
                 out.append("  " + extra)
