@@ -290,7 +290,7 @@ def test_estimator_nystrom_parameters_match_the_solver(Est):
     np.testing.assert_array_equal(fits[0].n_iter_, fits[1].n_iter_)
     assert np.all(fits[0].relative_residual_ <= 1e-10)
     jacobi = Est(alpha=1e-3, features=fm, preconditioner="jacobi", tol=1e-10, max_iter=5000).fit(X, y)
-    assert jacobi.preconditioner_.startswith("Jacobi")
+    assert "Jacobi" in jacobi.preconditioner_
     np.testing.assert_allclose(fits[0].coef_, jacobi.coef_, rtol=1e-4, atol=1e-4 * np.abs(jacobi.coef_).max())
     assert np.max(fits[0].n_iter_) < np.max(jacobi.n_iter_)
 

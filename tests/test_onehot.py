@@ -352,3 +352,54 @@ def test_vector_paths_give_identical_products(isa, tmp_path):
     for K, (_, _, out, q) in results.items():
         np.testing.assert_array_equal(got[f"out{K}"], out)
         np.testing.assert_array_equal(got[f"q{K}"], q)
+
+
+# ------------------------------------------- block + scaled identity ("block")
+def _dense_preconditioner(M, D):
+    """M⁻¹ as a dense matrix: applied to the columns of the identity as block_cg applies it."""
+    R = np.eye(D)
+    Zr = R * M.inv_diag[:, None]
+    if M.correction is not None:
+        M.correction.apply(R, Zr)
+    return Zr
+
+
+@pytest.mark.parametrize("kind", ["jacobi", "block"])
+def test_preconditioners_are_symmetric_positive_definite(kind):
+    from randfeat._normal import NormalOperator
+    from randfeat._precond import make_preconditioner
+
+    Z, _ = binning_Z()  # the heavy block exists here (test_block_is_the_exact_inverse_of_the_heavy_submatrix)
+    normal = NormalOperator(make_products(Z, 1), None, True)
+    M, _ = make_preconditioner(normal, 1e-2, kind)
+    assert M.correction is not None  # the heavy block is part of both
+    Minv = _dense_preconditioner(M, Z.shape[1])
+    np.testing.assert_allclose(Minv, Minv.T, rtol=1e-12, atol=1e-14)
+    assert np.linalg.eigvalsh((Minv + Minv.T) / 2).min() > 0
+    rest = M.inv_diag[M.inv_diag != 0]
+    assert (kind == "block") == np.all(rest == rest[0])  # one scale outside the block
+
+
+def test_auto_is_block_on_one_hot_and_cuts_iterations_against_jacobi():
+    # Letter-like rows repeat (crowded bins): Jacobi shrinks the
+    # regularisation of crowded columns and slows CG down (DESIGN.md, "Hard cases").
+    from randfeat._ridge_cv import median_heuristic_gamma
+    from randfeat.datasets import make_letter_like
+
+    X, y = make_letter_like(3000)
+    Z = RandomBinningFeatures(20, gamma=4 * median_heuristic_gamma(X, "laplacian"), random_state=0).fit_transform(X)
+    fits = {kind: RidgeClassifier(1e-2, solver="cg", preconditioner=kind, tol=1e-8, max_iter=20000).fit(Z, y)
+            for kind in ("auto", "block", "jacobi")}
+    assert "scaled identity" in fits["auto"].preconditioner_
+    np.testing.assert_array_equal(fits["auto"].coef_, fits["block"].coef_)
+    assert np.max(fits["block"].n_iter_) < 0.8 * np.max(fits["jacobi"].n_iter_)
+    np.testing.assert_allclose(fits["block"].coef_, fits["jacobi"].coef_, rtol=1e-5,
+                               atol=1e-5 * np.abs(fits["jacobi"].coef_).max())
+
+
+def test_auto_stays_jacobi_on_other_sparse_and_dense_features():
+    rng = np.random.default_rng(0)
+    X = sp.random(300, 40, density=0.2, random_state=1, format="csr")
+    y = rng.normal(size=300)
+    assert "scaled identity" not in Ridge(1e-2, solver="cg").fit(X, y).preconditioner_
+    assert "scaled identity" not in Ridge(1e-2, solver="cg").fit(X.toarray(), y).preconditioner_

@@ -101,10 +101,12 @@ def cg_ridge(ops, Y, sample_weight, alpha, *, fit_intercept, tol, max_iter, log=
         None → ``default_max_iter(D)``.
     log : callable or None
         Called with a progress message (verbose mode).
-    preconditioner : {"auto", "jacobi", "nystrom"}
-        "jacobi": Jacobi plus the exact heavy-column block; "nystrom":
-        randomized Nyström (needs alpha > 0, else Jacobi); "auto": Nyström
-        on sparse Z at small alpha (``_precond.wants_nystrom``).
+    preconditioner : {"auto", "jacobi", "block", "nystrom"}
+        "jacobi": the exact heavy-column block plus Jacobi; "block": the
+        block plus a scaled identity; "nystrom": randomized Nyström (needs
+        alpha > 0, else as "auto"); "auto": "block" on one-hot block
+        matrices, "jacobi" elsewhere (``_precond.diagonal_kind``; Nyström
+        only if ``_precond.wants_nystrom`` says so).
     nystrom_rank : int or None
         Nyström sketch size; None chooses it automatically.
     memory_budget : int
@@ -145,7 +147,7 @@ def cg_ridge_path(ops, Y, sample_weight, alphas, *, fit_intercept, tol, max_iter
         Per alpha; None → ``default_max_iter(D)``.
     log : callable or None
         Called with progress messages (verbose mode).
-    preconditioner : {"auto", "jacobi", "nystrom"}
+    preconditioner : {"auto", "jacobi", "block", "nystrom"}
         As in ``cg_ridge``; "auto" decides on the smallest positive alpha
         and then uses Nyström for every positive alpha of the path.
     nystrom_rank : int or None
@@ -207,7 +209,7 @@ def solve_normal_path(normal, B, ybar, alphas, *, tol, max_iter, log=None, preco
         if factors is not None and alpha > 0:
             M, _ = make_preconditioner(normal, alpha, factors=factors)
         else:
-            M, _ = make_preconditioner(normal, alpha, "jacobi")
+            M, _ = make_preconditioner(normal, alpha, "auto" if preconditioner == "nystrom" else preconditioner)
         if log is not None and M.correction is not None:
             log(f"CG preconditioner (alpha={alpha:g}): {M.description}")
         X, n_iter, residual = block_cg(normal, B, alpha, M, tol=tol, max_iter=max_iter, log=log, X0=X)

@@ -473,6 +473,9 @@ class OneHotBlockProducts(FeatureOperator):
     """
 
     capabilities = frozenset(Capability)
+    #: CG's "auto" preconditioner here: the heavy block and a scaled identity,
+    #: not Jacobi (``_precond.jacobi_block_preconditioner``).
+    prefers_scaled_identity = True
     _EMPTY = np.zeros(0)
     _NO_SUMS = np.zeros((0, 0))
 

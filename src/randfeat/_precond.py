@@ -65,7 +65,7 @@ NYSTROM_ALPHA_FRACTION = 0.1
 #: whatever α is, and a small test problem keeps showing CG's own behaviour.
 NYSTROM_MIN_FEATURES = 1000
 #: Values of the ``preconditioner`` option.
-PRECONDITIONERS = ("auto", "jacobi", "nystrom")
+PRECONDITIONERS = ("auto", "jacobi", "block", "nystrom")
 
 
 def max_block_size(nnz):
@@ -198,13 +198,33 @@ class Preconditioner:
         return self.correction.apply(R, Zr)
 
 
-def jacobi_block_preconditioner(normal, alpha):
-    """Return Jacobi with the exact heavy-column block for ``normal`` + αI (M = I without a diagonal).
+def diagonal_kind(normal, kind):
+    """Resolve ``kind`` (not Nyström) to "jacobi" or "block" for this operator.
+
+    "auto" means "block" on operators that set ``prefers_scaled_identity``
+    (one-hot block matrices: binning features), "jacobi" elsewhere.
+    """
+    if kind == "block" or (kind in ("auto", "nystrom") and getattr(normal.ops, "prefers_scaled_identity", False)):
+        return "block"
+    return "jacobi"
+
+
+def jacobi_block_preconditioner(normal, alpha, scaled_identity=False):
+    """Return the exact heavy-column block for ``normal`` + αI with Jacobi (or a scaled identity) elsewhere.
+
+    ``scaled_identity``: the columns outside the block get the one scale
+    1 / max(their diagonal) instead of 1 / (their diagonal).  On binning
+    features Jacobi shrinks the regularisation of crowded columns (α/d_j
+    after scaling) where ZᵀZ's small eigenvalues live, and CG needed up to
+    twice the iterations of no diagonal scaling at all; the heavy block
+    with a scaled identity beat both (DESIGN.md, "Hard cases").  Without a
+    diagonal (no column statistics) M = I.
 
     Parameters
     ----------
     normal : NormalOperator
     alpha : float
+    scaled_identity : bool, default=False
 
     Returns
     -------
@@ -219,12 +239,19 @@ def jacobi_block_preconditioner(normal, alpha):
     diag[diag <= 0] = 1.0
     inv_diag = 1.0 / diag
     block = heavy_block_preconditioner(normal.ops, diag, alpha, normal.mean, normal.weights, normal.weight_sum)
+    rest = "a scaled identity" if scaled_identity else "Jacobi"
     if block is None:
+        if scaled_identity:
+            return Preconditioner(np.full_like(inv_diag, 1.0 / diag.max()), description=rest)
         return Preconditioner(inv_diag)
+    if scaled_identity:
+        outside = np.ones(len(diag), dtype=bool)
+        outside[block.columns] = False
+        inv_diag[:] = 1.0 / diag[outside].max() if outside.any() else 1.0
     # The block's rows get their Zr from block.apply; zero here so the
     # fused update's Σ R∘Zr leaves them out (block.apply returns theirs).
     inv_diag[block.columns] = 0.0
-    return Preconditioner(inv_diag, block, f"Jacobi + exact block on the {len(block.columns)} heaviest columns")
+    return Preconditioner(inv_diag, block, f"exact block on the {len(block.columns)} heaviest columns + {rest}")
 
 
 def nystrom_preconditioner(factors, alpha):
@@ -259,7 +286,7 @@ AUTO_PICKS_NYSTROM = False
 
 
 def wants_nystrom(normal, alpha, kind):
-    """Decide whether ``kind`` ("auto", "jacobi" or "nystrom") means Nyström for this operator and α.
+    """Decide whether ``kind`` ("auto", "jacobi", "block" or "nystrom") means Nyström for this operator and α.
 
     Parameters
     ----------
@@ -277,7 +304,7 @@ def wants_nystrom(normal, alpha, kind):
     """
     if kind not in PRECONDITIONERS:
         raise ValueError(f"preconditioner must be one of {PRECONDITIONERS}, got {kind!r}")
-    if alpha <= 0 or kind == "jacobi":
+    if alpha <= 0 or kind in ("jacobi", "block"):
         return False
     if kind == "nystrom":
         return True
@@ -297,7 +324,7 @@ def make_preconditioner(normal, alpha, kind="auto", *, rank=None, memory_budget=
     ----------
     normal : NormalOperator
     alpha : float
-    kind : {"auto", "jacobi", "nystrom"}
+    kind : {"auto", "jacobi", "block", "nystrom"}
         See ``wants_nystrom``.
     rank : int or None
         Nyström sketch size; None chooses it (``_nystrom.build_nystrom``).
@@ -313,7 +340,7 @@ def make_preconditioner(normal, alpha, kind="auto", *, rank=None, memory_budget=
     factors : NystromFactors or None
     """
     if factors is None and not wants_nystrom(normal, alpha, kind):
-        return jacobi_block_preconditioner(normal, alpha), None
+        return jacobi_block_preconditioner(normal, alpha, diagonal_kind(normal, kind) == "block"), None
     if factors is None:
         t0 = time.perf_counter()
         factors = build_nystrom(normal, alpha, rank=rank, memory_budget=memory_budget, log=log)
