@@ -380,3 +380,19 @@ def test_joint_gamma_pass_falls_back_when_the_grams_do_not_fit(monkeypatch):
     monkeypatch.setattr(ridge_cv_mod, "available_memory", lambda: (4 * 40 * 40 * 8, "test"))
     assert est._joint_pass_fits(maps, X)
     assert not clone(est).set_params(cv=3)._joint_pass_fits(maps, X)  # k-fold: per fold, not joint
+
+
+@pytest.mark.parametrize("features", [None, RandomFourierFeatures(25, random_state=1)])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_kfold_from_merged_fold_statistics_equals_a_fit_per_fold(features, weighted, monkeypatch):
+    # One pass into per-fold statistics, merged per training set, against
+    # fitting every fold's training rows (the path taken without the memory).
+    X, Y, w = make_data(97, 4, 2, seed=11, offset=0.0)
+    w = w if weighted else None
+    kw = dict(features=features, cv=4, store_cv_results=True, chunk_size=13, alpha_per_target=True)
+    merged = RidgeCV(ALPHAS, **kw).fit(X, Y, sample_weight=w)
+    monkeypatch.setattr(RidgeCV, "_fold_statistics_fit", staticmethod(lambda D, n_folds, source: False))
+    apart = RidgeCV(ALPHAS, **kw).fit(X, Y, sample_weight=w)
+    np.testing.assert_allclose(merged.cv_results_, apart.cv_results_, rtol=1e-10, atol=1e-12)
+    np.testing.assert_array_equal(merged.alpha_, apart.alpha_)
+    assert rel(merged.coef_, apart.coef_) < 1e-10

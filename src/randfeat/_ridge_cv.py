@@ -553,13 +553,66 @@ class _RidgeCVMixin:
         """Pooled held-out predictions (N, K, A): one fit per fold for all alphas (the warm-started
         CG path on sparse features, one eigendecomposition per fold on dense ones)."""
         N, K = Y.shape
+        folds = self._folds(N, y_true)
+        dense = not (Z is not None and sp.issparse(Z))
+        if dense and self._fold_statistics_fit(D, len(folds), X if Z is None else Z):
+            return self._kfold_predictions_merged(X, Z, features, D, Y, w, alphas, n_threads, folds)
         pred = np.empty((N, K, alphas.size))
-        for train, test in self._folds(N, y_true):
+        for train, test in folds:
             Ztr = None if Z is None else Z[train]
             Zte = None if Z is None else Z[test]
             Xtr, Xte = (X[train], X[test]) if Z is None else (None, None)  # rows of X only when streamed
             coef, intercept = self._fold_fit(Xtr, Ztr, features, D, Y[train], w[train], alphas, n_threads)
             pred[test] = self._fold_predict(Xte, Zte, features, D, coef, intercept)
+        return pred
+
+    @staticmethod
+    def _fold_statistics_fit(D, n_folds, source):
+        """True if one D × D accumulator per fold fits half the available memory."""
+        per_gram = D * D * (8 + (4 if source.dtype == np.float32 else 0))
+        available, _ = available_memory()
+        return available is None or n_folds * per_gram <= JOINT_PASS_MEMORY_FRACTION * available
+
+    def _kfold_predictions_merged(self, X, Z, features, D, Y, w, alphas, n_threads, folds):
+        """Dense features: ``_kfold_predictions`` from mergeable per-fold statistics.
+
+        One pass over the rows adds each row to its test fold's statistics
+        (features computed once, not once per fold); fold k's training
+        statistics are the merge of the others' (``RidgeStatistics.merge``,
+        exact, in fold order); a second pass predicts each row with its
+        fold's models.  Equal to a fit per fold up to rounding.
+        """
+        N, K = Y.shape
+        fold_of = np.empty(N, dtype=np.intp)
+        for k, (_, test) in enumerate(folds):
+            fold_of[test] = k
+        accs = [None] * len(folds)
+        for s, e, Zb in self._blocks(X, Z, features, D):
+            for k in range(len(folds)):
+                rows = np.flatnonzero(fold_of[s:e] == k)
+                if rows.size == 0:
+                    continue
+                if accs[k] is None:
+                    accs[k] = StatisticsAccumulator(D, K, Zb.dtype, self.fit_intercept, n_threads)
+                accs[k].add(Zb[rows], Y[s + rows], w[s + rows], owned=True)
+        stats = [acc.statistics() for acc in accs]
+        models = []
+        for k in range(len(folds)):
+            train = None
+            for j in range(len(folds)):
+                if j != k:
+                    train = stats[j] if train is None else train.merge(stats[j])
+            dec = self._eigen_of(train)
+            coef = np.stack([dec.coef(np.full(K, a)) for a in alphas])  # (A, K, D)
+            intercept = (dec.y_mean - coef @ dec.mean) if dec.centred else np.zeros((len(alphas), K))
+            models.append((coef.reshape(len(alphas) * K, D).T, intercept))
+        pred = np.empty((N, K, alphas.size))
+        for s, e, Zb in self._blocks(X, Z, features, D):
+            for k, (W, intercept) in enumerate(models):
+                rows = np.flatnonzero(fold_of[s:e] == k)
+                if rows.size:
+                    p = np.asarray(Zb[rows] @ W, dtype=np.float64).reshape(rows.size, alphas.size, K)
+                    pred[s + rows] = (p + intercept[None, :, :]).transpose(0, 2, 1)
         return pred
 
     def _kfold_refit(self, X, Z, features, D, Y, w, col_alpha, n_threads):
