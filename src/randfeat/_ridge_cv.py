@@ -278,7 +278,7 @@ class _RidgeCVMixin:
         return features, None, int(features.n_features_out_)
 
     def _row_blocks(self, X, D):
-        """Yield (start, stop, rows of X) in the chunks ``_blocks`` uses for D features."""
+        """Yield (start, stop, rows of X): chunks of ``chunk_size`` rows, or of 64 MiB of D features."""
         itemsize = 4 if X.dtype == np.float32 else 8
         step = self.chunk_size or _default_chunk_rows(D, itemsize)
         for s in range(0, X.shape[0], step):
@@ -286,13 +286,8 @@ class _RidgeCVMixin:
 
     def _blocks(self, X, Z, features, D):
         """Yield (start, stop, dense Z block) over the rows (Z None: transform X chunk by chunk)."""
-        source = X if Z is None else Z
-        N = source.shape[0]
-        itemsize = 4 if source.dtype == np.float32 else 8
-        step = self.chunk_size or _default_chunk_rows(D, itemsize)
-        for s in range(0, N, step):
-            e = min(s + step, N)
-            Zb = features.transform(X[s:e]) if Z is None else Z[s:e]
+        for s, e, part in self._row_blocks(X if Z is None else Z, D):
+            Zb = features.transform(part) if Z is None else part
             if sp.issparse(Zb):
                 Zb = Zb.toarray()
             yield s, e, Zb
