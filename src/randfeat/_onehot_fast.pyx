@@ -285,8 +285,8 @@ def n_row_blocks(Py_ssize_t n_rows):
     return (n_rows + ROW_BLOCK - 1) // ROW_BLOCK
 
 
-# Rows per step of ``onehot_tmatmat``'s walk: the step's rows of U stay in L1
-# while each block of the group scatters them.
+# Rows per step of ``onehot_tmatmat``'s walk: the step's rows of U (4096 × K values) stay in
+# L2 while each block of the group scatters them.
 cdef Py_ssize_t SCATTER_ROWS = 4096
 
 
