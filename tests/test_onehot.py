@@ -403,3 +403,19 @@ def test_auto_stays_jacobi_on_other_sparse_and_dense_features():
     y = rng.normal(size=300)
     assert "scaled identity" not in Ridge(1e-2, solver="cg").fit(X, y).preconditioner_
     assert "scaled identity" not in Ridge(1e-2, solver="cg").fit(X.toarray(), y).preconditioner_
+
+
+def test_block_left_out_when_its_columns_carry_little_mass(monkeypatch):
+    from randfeat._normal import NormalOperator
+    from randfeat._precond import make_preconditioner
+
+    Z, _ = binning_Z()
+    normal = NormalOperator(make_products(Z, 1), None, True)
+    with_block, _ = make_preconditioner(normal, 1e-2, "block")
+    assert with_block.correction is not None
+    monkeypatch.setattr(precond_mod, "HEAVY_BLOCK_MIN_SHARE", 1.01)  # no block can carry more than all the mass
+    without, _ = make_preconditioner(normal, 1e-2, "block")
+    assert without.correction is None and np.all(without.inv_diag == without.inv_diag[0])
+    assert without.description == "a scaled identity"
+    jacobi, _ = make_preconditioner(normal, 1e-2, "jacobi")  # Jacobi keeps its block whatever the share
+    assert jacobi.correction is not None
