@@ -396,3 +396,20 @@ def test_kfold_from_merged_fold_statistics_equals_a_fit_per_fold(features, weigh
     np.testing.assert_allclose(merged.cv_results_, apart.cv_results_, rtol=1e-10, atol=1e-12)
     np.testing.assert_array_equal(merged.alpha_, apart.alpha_)
     assert rel(merged.coef_, apart.coef_) < 1e-10
+
+
+@pytest.mark.parametrize("gammas", [None, [0.1, 1.0]])
+def test_streamed_features_with_fewer_rows_than_features_take_the_kernel_path(gammas, monkeypatch):
+    # N < D and Z small: the streamed map is materialised for the N × N
+    # eigendecomposition; results equal the D × D Gram path's.
+    X, Y, _ = make_data(40, 3, 2, seed=12, offset=0.0)
+    fm = RandomFourierFeatures(90, random_state=5)
+    kw = dict(features=fm, gammas=gammas, store_cv_results=True)
+    est = RidgeCV(ALPHAS, **kw)
+    assert est._kernel_path_pays(40, 90, X.dtype) and not est._joint_pass_fits([clone(fm).fit(X)], X)
+    kernel = est.fit(X, Y)
+    monkeypatch.setattr(RidgeCV, "_kernel_path_pays", lambda self, N, D, dtype: False)
+    gram = RidgeCV(ALPHAS, **kw).fit(X, Y)
+    np.testing.assert_allclose(kernel.cv_results_, gram.cv_results_, rtol=1e-7, atol=1e-12)
+    np.testing.assert_array_equal(kernel.alpha_, gram.alpha_)
+    assert rel(kernel.coef_, gram.coef_) < 1e-8

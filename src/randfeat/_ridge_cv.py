@@ -40,7 +40,8 @@ from sklearn.utils._param_validation import InvalidParameterError, StrOptions
 from . import _dask
 from ._base import RandomFeatureMap, fit_context
 from ._dask import is_dask_array
-from ._ridge import CHOLESKY_MAX_FEATURES, RidgeClassifier, _BaseRidge, _default_chunk_rows, _pm1_targets, _validate_Xy
+from ._ridge import (CHOLESKY_MAX_FEATURES, DEFAULT_CHUNK_BYTES, RidgeClassifier, _BaseRidge, _default_chunk_rows,
+                     _pm1_targets, _validate_Xy)
 from ._cg import cg_ridge_path
 from ._linops import make_products
 from ._memory import available_memory
@@ -404,15 +405,24 @@ class _RidgeCVMixin:
             return template._fit_gamma_path(X, gammas)
         return [clone(template).set_params(gamma=float(g)).fit(X) for g in gammas]
 
+    def _kernel_path_pays(self, N, D, dtype):
+        """True if streamed leave-one-out should materialise Z for the kernel path: N < D, Z within one chunk."""
+        itemsize = 4 if dtype == np.float32 else 8
+        return self.cv is None and N < D and N * D * itemsize <= DEFAULT_CHUNK_BYTES
+
     def _joint_pass_fits(self, maps, X):
         """True if the gammas' Gram matrices are accumulated in one pass over X (see ``RidgeCV``).
 
         Needs dense (streamed) features, leave-one-out or GCV (not k-fold),
-        and the n_gammas Gram accumulators within half the available memory.
+        not the kernel path (``_kernel_path_pays``: then each gamma's small
+        N × N kernel is cheaper), and the n_gammas Gram accumulators within
+        half the available memory.
         """
         if self.cv not in (None, "gcv") or any(getattr(m, "_sparse_output", False) for m in maps):
             return False
         D = int(maps[0].n_features_out_)
+        if self._kernel_path_pays(X.shape[0], D, X.dtype):
+            return False
         per_gram = D * D * (8 + (4 if X.dtype == np.float32 else 0))
         available, _ = available_memory()
         return available is None or len(maps) * per_gram <= JOINT_PASS_MEMORY_FRACTION * available
@@ -466,6 +476,10 @@ class _RidgeCVMixin:
                 f"give D={D} > {CHOLESKY_MAX_FEATURES}. Use cv=None or a number of folds (conjugate-gradient "
                 f"fits per fold), or fewer bins/grids."
             )
+        if Z is None and self._kernel_path_pays(N, D, X.dtype) and np.all(w > 0):
+            # Streamed features, but fewer rows than features and small: the
+            # N × N kernel's eigendecomposition (N³) beats the D × D Gram's (D³).
+            Z = features.transform(X)
         kernel = (Z is not None and not sp.issparse(Z) and N < D and self.cv is None and np.all(w > 0))
         if kernel:
             dec = self._kernel_decomposition(Z, Y, w)
