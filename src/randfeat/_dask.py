@@ -684,6 +684,9 @@ def _fit_ridge_cg(est, X, y, w, features, binarizer, K, dtype):
     z_dtype = shapes[0][2]
     sparse = features is not None and getattr(features, "_sparse_output", False) or not isinstance(X._meta, np.ndarray)
     ops = _BlockedProducts(blocks, rows, D, z_dtype, entries, sparse)
+    # Binning features are one-hot blocks: the same "auto" preconditioner as
+    # in memory (``OneHotBlockProducts.prefers_scaled_identity``).
+    ops.prefers_scaled_identity = features is not None and getattr(features, "_sparse_output", False)
     normal = _BlockedNormalOperator(ops, est.fit_intercept)
     if normal.weight_sum <= 0:
         raise ValueError("sample_weight is zero for every sample, so no sample counts in the fit; "
