@@ -389,9 +389,38 @@ def test_return_std_direct_features_and_multi_output():
 
 
 # ------------------------------------------------------------------ sklearn
-@parametrize_with_checks([Ridge(), RidgeClassifier()])
+def _expected_failed_checks(estimator):
+    # Sparse X takes CG, which stops at tol=1e-6 (relative residual of the
+    # normal equations).  With several classes the targets share one Krylov
+    # space (block CG), which reaches the tolerance in fewer iterations than
+    # the exhaustion of the space, so the weighted and the repeated-rows fits
+    # agree to the tolerance (~1e-7 relative here), not to the check's 1e-7;
+    # test_sample_weight_is_repetition_for_cg checks it at a tight tol.
+    if isinstance(estimator, RidgeClassifier):
+        return {"check_sample_weight_equivalence_on_sparse_data":
+                "CG stops at tol=1e-6: agreement to the tolerance, not to 1e-7"}
+    return {}
+
+
+@parametrize_with_checks([Ridge(), RidgeClassifier()], expected_failed_checks=_expected_failed_checks)
 def test_sklearn_compatible(estimator, check):
     check(estimator)
+
+
+@pytest.mark.parametrize("tol", [1e-10, 1e-6])
+def test_sample_weight_is_repetition_for_cg(tol):
+    # Integer weights equal repeated rows, for the block CG path (sparse X,
+    # several classes): to ~1e-8 at a tight tol, and to the tolerance at the
+    # default one.
+    rng = np.random.default_rng(3)
+    X = sp.random(60, 30, density=0.3, random_state=4, format="csr")
+    y = rng.integers(0, 3, 60)
+    w = rng.integers(1, 4, 60).astype(float)
+    repeat = np.repeat(np.arange(60), w.astype(int))
+    weighted = RidgeClassifier(solver="cg", tol=tol).fit(X, y, sample_weight=w)
+    repeated = RidgeClassifier(solver="cg", tol=tol).fit(X[repeat], y[repeat])
+    rtol = 1e-8 if tol < 1e-8 else 1e-4
+    np.testing.assert_allclose(weighted.decision_function(X), repeated.decision_function(X), rtol=rtol, atol=rtol)
 
 
 def test_pipeline_and_float32_dtype():
@@ -473,40 +502,48 @@ def test_bench_tiny_runs(tmp_path):
 @pytest.mark.kernel
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("centred", [True, False])
-def test_cg_fast_kernels_match_numpy(dtype, centred):
-    from randfeat._cg_fast import finish_apply, n_blocks, update_p, update_xr
+def test_finish_apply_matches_numpy(dtype, centred):
+    from randfeat._cg_fast import finish_apply, n_blocks
 
     rng = np.random.default_rng(22)
     D, K = 9000, 3  # three row blocks, the last one partial
-    P, Q, X, R = (rng.standard_normal((D, K)).astype(dtype) for _ in range(4))
+    P, Q = (rng.standard_normal((D, K)).astype(dtype) for _ in range(2))
     mu = rng.standard_normal(D) if centred else np.zeros(0)
-    s, step, beta = rng.standard_normal(K), rng.standard_normal(K), rng.standard_normal(K)
-    inv_diag = rng.uniform(0.5, 2, D)
-    nb = n_blocks(D)
+    s = rng.standard_normal(K)
     rtol = 1e-12 if dtype == np.float64 else 2e-6
-    P64, Q64, X64, R64 = (a.astype(np.float64) for a in (P, Q, X, R))
-
-    ppq = np.empty((nb, K))
+    P64, Q64 = P.astype(np.float64), Q.astype(np.float64)
+    ppq = np.empty((n_blocks(D), K))
     finish_apply(Q, P, mu, s, 0.3, ppq, 2)
     Q_ref = Q64 + 0.3 * P64 - (np.outer(mu, s) if centred else 0)
     np.testing.assert_allclose(Q, Q_ref, rtol=rtol, atol=rtol)
     np.testing.assert_allclose(ppq.sum(0), (P64 * Q.astype(np.float64)).sum(0), rtol=1e-10)
 
-    Zr = np.empty_like(R)
-    prr, prz = np.empty((nb, K)), np.empty((nb, K))
-    Qd = Q.astype(np.float64)
-    update_xr(X, R, Zr, P, Q, step, inv_diag, prr, prz, 2)
-    np.testing.assert_allclose(X, X64 + step * P64, rtol=rtol, atol=rtol)
-    np.testing.assert_allclose(R, R64 - step * Qd, rtol=rtol, atol=rtol)
-    np.testing.assert_allclose(Zr, R.astype(np.float64) * inv_diag[:, None], rtol=rtol, atol=rtol)
-    np.testing.assert_allclose(prr.sum(0), (R.astype(np.float64) ** 2).sum(0), rtol=1e-10)
-    np.testing.assert_allclose(prz.sum(0), (R.astype(np.float64) * Zr).sum(0), rtol=1e-10)
 
-    keep = np.array([1.0, 0.0, 1.0])
-    expected = keep * (Zr.astype(np.float64) + beta * P64)
-    update_p(P, Zr, beta, keep, 2)
-    np.testing.assert_allclose(P, expected, rtol=rtol, atol=rtol)
-    assert np.all(P[:, 1] == 0)
+@pytest.mark.kernel
+@pytest.mark.parametrize("shape", [(9000, 3, 5), (4096, 1, 1), (5, 7, 2), (1, 2, 3), (20000, 26, 26)])
+def test_block_cg_kernels_match_numpy_for_any_thread_count(shape):
+    from randfeat._cg_fast import add_products, cross_products, n_blocks, scale_rows
+
+    D, m, n = shape
+    rng = np.random.default_rng(D + m)
+    A, B = rng.standard_normal((D, m)), rng.standard_normal((D, n))
+    C = rng.standard_normal((m, n))
+    out_by_threads = []
+    for threads in (1, 2, 3):
+        out = B.copy()
+        add_products(out, A, C, -1.5, threads)
+        np.testing.assert_allclose(out, B - 1.5 * A @ C, rtol=1e-12, atol=1e-12)
+        cross = cross_products(A, B, threads)
+        np.testing.assert_allclose(cross, A.T @ B, rtol=1e-11, atol=1e-10)
+        inv_diag, live = rng.uniform(0.5, 2, D), (np.arange(n) % 2).astype(float)
+        Zr, part = np.empty_like(B), np.empty((n_blocks(D), n))
+        scale_rows(B, inv_diag, live, Zr, part, threads)
+        np.testing.assert_array_equal(Zr, B * inv_diag[:, None] * live)
+        np.testing.assert_allclose(part.sum(0), (B**2).sum(0), rtol=1e-12)
+        out_by_threads.append((out, cross, part))
+    for got in out_by_threads[1:]:  # the same bits whatever the thread count
+        for a, b in zip(got, out_by_threads[0]):
+            np.testing.assert_array_equal(a, b)
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])

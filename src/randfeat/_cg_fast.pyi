@@ -11,22 +11,19 @@ def finish_apply(
     partial_pq: NDArray[np.float64],
     n_threads: int,
 ) -> None: ...
-def update_xr(
-    X: NDArray[np.floating],
-    R: NDArray[np.floating],
-    Zr: NDArray[np.floating],
-    P: NDArray[np.floating],
-    Q: NDArray[np.floating],
-    step: NDArray[np.float64],
+def scale_rows(
+    R: NDArray[np.float64],
     inv_diag: NDArray[np.float64],
+    live: NDArray[np.float64],
+    Zr: NDArray[np.float64],
     partial_rr: NDArray[np.float64],
-    partial_rz: NDArray[np.float64],
     n_threads: int,
 ) -> None: ...
-def update_p(
-    P: NDArray[np.floating],
-    Zr: NDArray[np.floating],
-    beta: NDArray[np.float64],
-    keep: NDArray[np.float64],
+def add_products(
+    out: NDArray[np.float64],
+    A: NDArray[np.float64],
+    C: NDArray[np.float64],
+    sign: float,
     n_threads: int,
 ) -> None: ...
+def cross_products(A: NDArray[np.float64], B: NDArray[np.float64], n_threads: int) -> NDArray[np.float64]: ...

@@ -109,8 +109,12 @@ class NormalOperator:
         return self._diagonal
 
     def vector_threads(self, n_targets):
-        """Threads for a pass over a D × ``n_targets`` block (CG's vector updates)."""
+        """Threads for a pass over a D × ``n_targets`` block (``finish_apply``)."""
         return threads_for("vector_elements", self.shape[1] * n_targets, self.ops.n_threads)
+
+    def thin_product_threads(self, n_targets):
+        """Threads for block CG's D × ``n_targets`` by ``n_targets`` × ``n_targets`` products."""
+        return threads_for("thin_product_flops", self.shape[1] * n_targets**2, self.ops.n_threads)
 
     def apply(self, P, alpha):
         """Return ((A + αI) P, pᵀ(A + αI)p per column).

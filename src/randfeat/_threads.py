@@ -99,6 +99,9 @@ MIN_WORK_PER_THREAD = {
     # of the fused product's row-block buffers (a pass over 2M elements
     # takes ~2 ms on one core).
     "vector_elements": 1_000_000,
+    # Multiply-adds of block CG's thin products (D × K by K × K, and
+    # D × K by D × K into K × K; ~0.2 ms per 4M on one core).
+    "thin_product_flops": 4_000_000,
 }
 
 
