@@ -1,44 +1,58 @@
 """bench/ridge.py, "hard cases": CG on binning features where it is slow.
 
-Three cases (issue: "Binning+LS at any regularisation"), each solver on the
-same matrix in the same run, every solver without an intercept (the same
-problem for all four: scipy's LSMR has none), tol 1e-6:
+Three cases (issue: "Binning+LS at any regularisation"), every solver on
+the same matrix in the same run, without an intercept (the same problem for
+all: SciPy's LSMR has none), tol 1e-6 unless said:
 
 (a) ``make_letter_like`` (20000 × 16, 26 classes), Laplacian binning with
     P = 50 grids at 4× and 16× the median-heuristic gamma, alpha in
-    {1, 1e-2, 1e-4}: randfeat's CG with the heavy block + Jacobi
-    preconditioner (the default before), with the heavy block + scaled
-    identity (the default now), with the randomized Nyström
-    preconditioner (rank chosen automatically), scikit-learn
-    ``RidgeClassifier(solver="sparse_cg")`` and ``scipy.sparse.linalg.lsmr``
-    with ``damp = √alpha``, one class after another.  Reported: iterations
-    (max over the 26 one-vs-rest targets), time including any
-    preconditioner build, and the relative residual of the normal
-    equations reached (max over targets).
+    {1, 1e-2, 1e-4}: randfeat's CG ("auto" preconditioner; and the
+    randomized Nyström one), *today's* randfeat (another build, given by
+    ``--baseline-python``: one CG per target with the heavy block + Jacobi,
+    as before the issue), scikit-learn ``RidgeClassifier(solver="sparse_cg")``
+    and ``scipy.sparse.linalg.lsmr`` with ``damp = √alpha``, one class after
+    another.  Reported: iterations (max over the 26 one-vs-rest targets),
+    time including any preconditioner build, and the relative residual of
+    the normal equations reached (max over targets).
 (b) a uniform-bin one-hot matrix (N rows, 50 grids of W bins, values 1/√50;
     522000 × 500000 at full size), K = 1 and K = 7 targets, alpha = 1:
-    randfeat against scikit-learn ``sparse_cg``, randfeat re-timed at the
-    residual scikit-learn reached (same accuracy).
-(c) randfeat's time per CG product pair (Z @ P and Zᵀ @ U) at K = 1 and 7 on
-    the uniform matrix and on the Forest-like matrix of ``bench_cg``.
+    scikit-learn ``sparse_cg`` at tol 1e-6, then randfeat (and today's) at
+    the residual scikit-learn reached (same accuracy).
+(c) Forest-like binning features (the matrix of ``bench_cg``), 1 and 7
+    targets, alpha = 1: randfeat against today's; and randfeat's time per
+    product pair (Z @ P and Zᵀ @ U) at K = 1 and 7 on the uniform and the
+    Forest-like matrices.
 
-randfeat runs with ``n_jobs`` = 2 and 1 (both cores, one core); scikit-learn
-and SciPy's sparse products are single-threaded.
+Each solve runs in a child process (``python _ridge_hard.py --fit ...``)
+that loads the matrix from a file and times the fit alone, so that two
+builds of randfeat can be timed alternately in the same run; randfeat with
+``n_jobs`` = 2 and 1 (both cores, one core), scikit-learn and SciPy's sparse
+products single-threaded.
 """
 
+import json
+import os
+import subprocess
+import sys
+import tempfile
 import time
+import warnings
+from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
 
-#: Per profile: letter alphas, (uniform rows, bins per grid), letter baselines at alpha=1e-4.
+#: Per profile: letter alphas and gamma multiples, (uniform rows, bins per grid), letter rows, Forest-like rows.
 PROFILES = {
-    "full": dict(alphas=(1.0, 1e-2, 1e-4), uniform=(522_000, 10_000), mults=(4, 16), letter_rows=None),
-    "quick": dict(alphas=(1.0, 1e-2), uniform=(100_000, 2_000), mults=(4, 16), letter_rows=None),
-    "tiny": dict(alphas=(1.0,), uniform=(3_000, 200), mults=(4,), letter_rows=2000),
+    "full": dict(alphas=(1.0, 1e-2, 1e-4), mults=(4, 16), uniform=(522_000, 10_000), letter_rows=None,
+                 forest_rows=522_000),
+    "quick": dict(alphas=(1.0, 1e-2), mults=(4, 16), uniform=(100_000, 2_000), letter_rows=None,
+                  forest_rows=100_000),
+    "tiny": dict(alphas=(1.0,), mults=(4,), uniform=(3_000, 200), letter_rows=2000, forest_rows=3000),
 }
 TOL = 1e-6
 MAX_ITER = 20_000
+HERE = Path(__file__).resolve().parent
 
 
 def plain_normal_residual(Z, Y, W, alpha):
@@ -55,68 +69,148 @@ def _pm1(y):
     return np.where(y[:, None] == classes[None, :], 1.0, -1.0)
 
 
-def _lsmr_all(Z, T, alpha):
-    """LSMR on each column of T with damp = √alpha; (coef (K, D), max iterations)."""
-    from scipy.sparse.linalg import lsmr
+# ------------------------------------------------------------ in the child
+def _fit(spec, Z, y):
+    """Run one solver of ``spec`` on (Z, y); return (coef (K, D), iterations, note)."""
+    T = _pm1(y)
+    if spec["targets"] == 1:
+        T = T[:, :1]
+    alpha, tol = spec["alpha"], spec["tol"]
+    if spec["solver"] == "lsmr":
+        from scipy.sparse.linalg import lsmr
 
-    coefs, iters = [], []
-    for k in range(T.shape[1]):
-        # atol = btol = tol: LSMR's own stopping rule; the residual of the
-        # normal equations reached is measured and reported, as for all.
-        out = lsmr(Z, T[:, k], damp=np.sqrt(alpha), atol=TOL, btol=TOL, maxiter=MAX_ITER)
-        coefs.append(out[0])
-        iters.append(out[2])
-    return np.array(coefs), max(iters)
+        coefs, iters = [], []
+        for k in range(T.shape[1]):
+            # atol = btol = tol: LSMR's own stopping rule; the residual of the
+            # normal equations reached is measured and reported, as for all.
+            out = lsmr(Z, T[:, k], damp=np.sqrt(alpha), atol=tol, btol=tol, maxiter=MAX_ITER)
+            coefs.append(out[0])
+            iters.append(out[2])
+        return np.array(coefs), max(iters), ""
+    if spec["solver"] == "sklearn":
+        from sklearn.linear_model import Ridge, RidgeClassifier
+    else:
+        from randfeat import Ridge, RidgeClassifier
+    kw = dict(alpha=alpha, tol=tol, max_iter=MAX_ITER, fit_intercept=False)
+    if spec["solver"] == "sklearn":
+        kw["solver"] = "sparse_cg"
+    else:
+        kw.update(solver="cg", n_jobs=spec["threads"])
+        if spec.get("preconditioner"):
+            kw["preconditioner"] = spec["preconditioner"]
+    model = (Ridge(**kw).fit(Z, T[:, 0]) if spec["targets"] == 1 else RidgeClassifier(**kw).fit(Z, y))
+    n_iter = getattr(model, "n_iter_", None)
+    iters = int(np.max(n_iter)) if n_iter is not None else -1
+    return np.atleast_2d(model.coef_), iters, str(getattr(model, "preconditioner_", "") or "")
 
 
-def _timed(fn):
-    t = time.perf_counter()
-    out = fn()
-    return time.perf_counter() - t, out
+def _child(spec_json, data_path, coef_path):
+    spec = json.loads(spec_json)
+    Z = sp.load_npz(data_path + ".Z.npz").tocsr()
+    y = np.load(data_path + ".y.npy")
+    # Warm-up on a few rows (first-call costs: imports, threadpoolctl's
+    # library scan), so that the timing is the fit's alone.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            _fit(dict(spec, tol=1e-2), Z[:500], y[:500])
+        except ValueError:
+            pass
+    t0 = time.perf_counter()
+    coef, iters, note = _fit(spec, Z, y)
+    seconds = time.perf_counter() - t0
+    np.save(coef_path, coef)
+    print(json.dumps(dict(seconds=seconds, iterations=iters, note=note)))
 
 
-def letter_rows(profile, log):
+# ----------------------------------------------------------- in the parent
+class Runner:
+    """Runs solver specs in child processes on saved matrices; computes the residuals here."""
+
+    def __init__(self, baseline_python, log):
+        self.baseline_python = baseline_python
+        self.log = log
+        self.dir = tempfile.TemporaryDirectory(prefix="randfeat-hard-")
+        self.data = {}
+
+    def save(self, key, Z, y):
+        path = os.path.join(self.dir.name, key)
+        sp.save_npz(path + ".Z.npz", sp.csr_matrix(Z), compressed=False)
+        np.save(path + ".y.npy", y)
+        self.data[key] = (path, Z, y)
+
+    def run(self, key, spec, python=None):
+        """Fit ``spec`` on matrix ``key`` in a child; return a result dict (None if that build failed)."""
+        path, Z, y = self.data[key]
+        coef_path = os.path.join(self.dir.name, "coef.npy")
+        env = dict(os.environ, PYTHONPATH=str(HERE))
+        out = subprocess.run([python or sys.executable, str(HERE / "_ridge_hard.py"), "--fit", json.dumps(spec), path,
+                              coef_path], capture_output=True, text=True, env=env)
+        if out.returncode != 0:
+            self.log(f"{spec} failed with {python or sys.executable}: {out.stderr[-2000:]}")
+            return None
+        res = json.loads(out.stdout.strip().splitlines()[-1])
+        T = _pm1(y)[:, : spec["targets"] or None]
+        res["residual"] = float(np.max(plain_normal_residual(Z, T, np.load(coef_path), spec["alpha"])))
+        return res
+
+    def close(self):
+        self.dir.cleanup()
+
+
+def _row(case, shape, alpha, solver, res, note=""):
+    return dict(case=case, shape=shape, alpha=alpha, solver=solver, iterations=res["iterations"],
+                seconds=res["seconds"], residual=res["residual"], note=note or res.get("note", ""))
+
+
+def _shape(Z):
+    return f"{Z.shape[0]}x{Z.shape[1]} nnz={Z.nnz}"
+
+
+def letter_rows(profile, runner, log):
     """Case (a): rows of the hard-cases table."""
-    from sklearn.linear_model import RidgeClassifier as SkRidgeClassifier
-
-    from randfeat import RandomBinningFeatures, RidgeClassifier
+    from randfeat import RandomBinningFeatures
     from randfeat._ridge_cv import median_heuristic_gamma
     from randfeat.datasets import make_letter_like
 
     p = PROFILES[profile]
     X, y = make_letter_like(p["letter_rows"])
-    T = _pm1(y)
     rows = []
     for mult in p["mults"]:
         gamma = mult * median_heuristic_gamma(X, "laplacian")
         Z = RandomBinningFeatures(50, gamma=gamma, random_state=0).fit_transform(X)
-        shape = f"{Z.shape[0]}x{Z.shape[1]} nnz={Z.nnz}"
+        key, shape = f"letter{mult}", _shape(Z)
+        runner.save(key, Z, y)
         log(f"letter-like x{mult}: {shape}")
         for alpha in p["alphas"]:
-            solvers = {}
-            labels = {"jacobi": "block + Jacobi (before)", "auto": "auto = block + scaled identity (now)",
-                      "nystrom": "Nyström"}
+            base = dict(alpha=alpha, tol=TOL, targets=0)
+            runs = []
             for threads in (2, 1):
-                # Nyström on both cores only: its build is the slow part either way.
-                for pre in ("jacobi", "auto", "nystrom") if threads == 2 else ("jacobi", "auto"):
-                    solvers[f"randfeat {labels[pre]}, {threads} thr"] = (lambda pre=pre, threads=threads: RidgeClassifier(
-                        alpha, solver="cg", preconditioner=pre, tol=TOL, max_iter=MAX_ITER,
-                        fit_intercept=False, n_jobs=threads).fit(Z, y))
-            solvers["sklearn sparse_cg"] = lambda: SkRidgeClassifier(
-                alpha, solver="sparse_cg", tol=TOL, max_iter=MAX_ITER, fit_intercept=False).fit(Z, y)
-            solvers["scipy lsmr"] = lambda: _lsmr_all(Z, T, alpha)
-            for name, fn in solvers.items():
-                seconds, out = _timed(fn)
-                if name == "scipy lsmr":
-                    coef, iters, note = out[0], out[1], ""
-                else:
-                    coef = out.coef_
-                    iters = int(np.max(out.n_iter_)) if getattr(out, "n_iter_", None) is not None else -1
-                    note = getattr(out, "preconditioner_", "") or ""
-                res = float(np.max(plain_normal_residual(Z, T, coef, alpha)))
-                rows.append(dict(case=f"(a) letter-like, gamma x{mult}", shape=shape, alpha=alpha, solver=name,
-                                 iterations=iters, seconds=seconds, residual=res, note=note))
+                if runner.baseline_python:
+                    runs.append((f"today's randfeat, {threads} thr", dict(base, solver="randfeat", threads=threads),
+                                 runner.baseline_python))
+                runs.append((f"randfeat auto, {threads} thr", dict(base, solver="randfeat", threads=threads), None))
+            runs.append(("randfeat Nyström, 2 thr", dict(base, solver="randfeat", threads=2,
+                                                         preconditioner="nystrom"), None))
+            runs.append(("sklearn sparse_cg", dict(base, solver="sklearn"), None))
+            runs.append(("scipy lsmr", dict(base, solver="lsmr"), None))
+            results = {}
+            for name, spec, python in runs:
+                res = runner.run(key, spec, python)
+                if res is None:
+                    continue
+                results[name] = res
+                rows.append(_row(f"(a) letter-like, gamma x{mult}", shape, alpha, name, res))
                 log(rows[-1])
+            for threads in (2, 1):
+                today, now = results.get(f"today's randfeat, {threads} thr"), results.get(f"randfeat auto, {threads} thr")
+                if today and now:
+                    rows.append(dict(case=f"(a) letter-like, gamma x{mult}", shape=shape, alpha=alpha,
+                                     solver=f"today / now, {threads} thr", iterations=-1, seconds=float("nan"),
+                                     residual=float("nan"),
+                                     note=f"iterations {today['iterations'] / now['iterations']:.1f}x fewer, time "
+                                          f"{today['seconds'] / now['seconds']:.1f}x less (bars at alpha <= 1e-2: "
+                                          f"4x and 3x)"))
     return rows
 
 
@@ -134,44 +228,59 @@ def uniform_onehot(n_rows, bins, n_grids=50, seed=0):
     return Z, y
 
 
-def uniform_rows(profile, log):
-    """Case (b): randfeat vs scikit-learn sparse_cg on the uniform-bin matrix, K = 1 and 7."""
-    from sklearn.linear_model import Ridge as SkRidge
-    from sklearn.linear_model import RidgeClassifier as SkRidgeClassifier
-
-    from randfeat import Ridge, RidgeClassifier
-
+def uniform_rows(profile, runner, log):
+    """Case (b): randfeat (and today's) vs scikit-learn sparse_cg on the uniform-bin matrix, K = 1 and 7."""
     n_rows, bins = PROFILES[profile]["uniform"]
     Z, y = uniform_onehot(n_rows, bins)
-    shape = f"{Z.shape[0]}x{Z.shape[1]} nnz={Z.nnz}"
+    key, shape = "uniform", _shape(Z)
+    runner.save(key, Z, y)
     log(f"uniform one-hot: {shape}")
-    alpha = 1.0
     rows = []
-    cases = {
-        1: (lambda tol, thr: Ridge(alpha, solver="cg", tol=tol, fit_intercept=False, n_jobs=thr).fit(Z, _pm1(y)[:, 0]),
-            lambda: SkRidge(alpha, solver="sparse_cg", tol=TOL, fit_intercept=False).fit(Z, _pm1(y)[:, 0]),
-            _pm1(y)[:, :1]),
-        7: (lambda tol, thr: RidgeClassifier(alpha, solver="cg", tol=tol, fit_intercept=False, n_jobs=thr).fit(Z, y),
-            lambda: SkRidgeClassifier(alpha, solver="sparse_cg", tol=TOL, fit_intercept=False).fit(Z, y),
-            _pm1(y)),
-    }
-    for K, (ours, theirs, T) in cases.items():
-        sk_s, sk = _timed(theirs)
-        sk_res = plain_normal_residual(Z, T, sk.coef_, alpha)
-        sk_iters = int(np.max(np.atleast_1d(sk.n_iter_))) if sk.n_iter_ is not None else -1
-        rows.append(dict(case=f"(b) uniform bins, K={K}", shape=shape, alpha=alpha, solver="sklearn sparse_cg",
-                         iterations=sk_iters, seconds=sk_s, residual=float(np.max(sk_res)), note=""))
+    for K in (1, 7):
+        case = f"(b) uniform bins, K={K}"
+        sk = runner.run(key, dict(solver="sklearn", alpha=1.0, tol=TOL, targets=K))
+        rows.append(_row(case, shape, 1.0, "sklearn sparse_cg", sk))
         log(rows[-1])
-        for thr in (2, 1):
-            # Same accuracy: every target at least as accurate as scikit-learn's best.
-            tol = float(np.min(sk_res))
-            s, m = _timed(lambda: ours(tol, thr))
-            res = float(np.max(plain_normal_residual(Z, T, m.coef_, alpha)))
-            rows.append(dict(case=f"(b) uniform bins, K={K}", shape=shape, alpha=alpha,
-                             solver=f"randfeat, {thr} thr (tol = sklearn's residual)",
-                             iterations=int(np.max(m.n_iter_)), seconds=s, residual=res,
-                             note=f"{sk_s / s:.1f}x faster than sklearn"))
-            log(rows[-1])
+        # Same accuracy: every target at least as accurate as scikit-learn's worst.
+        tol = sk["residual"]
+        for threads in (2, 1):
+            builds = [("today's randfeat", runner.baseline_python)] if runner.baseline_python else []
+            for label, python in builds + [("randfeat", None)]:
+                res = runner.run(key, dict(solver="randfeat", alpha=1.0, tol=tol, targets=K, threads=threads), python)
+                if res is not None:
+                    rows.append(_row(case, shape, 1.0, f"{label}, {threads} thr (tol = sklearn's residual)", res,
+                                     f"{sk['seconds'] / res['seconds']:.1f}x faster than sklearn (bar: "
+                                     f"{4 if K == 1 else 6}x)"))
+                    log(rows[-1])
+    return rows
+
+
+def forest_rows(profile, runner, log):
+    """Case (c): Forest-like CG fits, today's build against this one, 1 and 7 targets."""
+    from _covtype_like import BINNING_GAMMA, covtype_like
+    from ridge import labels7
+
+    from randfeat import RandomBinningFeatures
+
+    X = covtype_like(PROFILES[profile]["forest_rows"], seed=0, dtype=np.float64)
+    Z = RandomBinningFeatures(50, gamma=BINNING_GAMMA, random_state=0).fit_transform(X)
+    key, shape = "forest", _shape(Z)
+    runner.save(key, Z, labels7(X))
+    rows = []
+    if not runner.baseline_python:
+        return rows
+    for K in (1, 7):
+        for threads in (2, 1):
+            spec = dict(solver="randfeat", alpha=1.0, tol=TOL, targets=K, threads=threads)
+            today = runner.run(key, spec, runner.baseline_python)
+            now = runner.run(key, spec)
+            if today is None or now is None:
+                continue
+            case = f"(c) Forest-like, K={K}"
+            rows.append(_row(case, shape, 1.0, f"today's randfeat, {threads} thr", today))
+            rows.append(_row(case, shape, 1.0, f"randfeat, {threads} thr", now,
+                             f"{today['seconds'] / now['seconds']:.2f}x today's speed"))
+            log(rows[-2:])
     return rows
 
 
@@ -184,11 +293,10 @@ def product_rows(profile, log):
 
     n_rows, bins = PROFILES[profile]["uniform"]
     mats = {"uniform bins": uniform_onehot(n_rows, bins)[0]}
-    Xf = covtype_like(n_rows, seed=0, dtype=np.float64)
+    Xf = covtype_like(PROFILES[profile]["forest_rows"], seed=0, dtype=np.float64)
     mats["Forest-like"] = RandomBinningFeatures(50, gamma=BINNING_GAMMA, random_state=0).fit_transform(Xf)
     rows = []
     for name, Z in mats.items():
-        shape = f"{Z.shape[0]}x{Z.shape[1]} nnz={Z.nnz}"
         for thr in (2, 1):
             ops = make_products(Z, thr)
             per = {}
@@ -203,7 +311,7 @@ def product_rows(profile, log):
                     times.append(time.perf_counter() - t)
                 per[K] = float(np.median(times))
             ops.close()
-            rows.append(dict(case=f"(c) product pair, {name}", shape=shape, alpha=float("nan"),
+            rows.append(dict(case=f"(c) product pair, {name}", shape=_shape(Z), alpha=float("nan"),
                              solver=f"randfeat, {thr} thr", iterations=-1, seconds=per[7], residual=float("nan"),
                              note=f"K=1 {per[1] * 1e3:.1f} ms, K=7 {per[7] * 1e3:.1f} ms: K=7 / K=1 = "
                                   f"{per[7] / per[1]:.2f} (bar <= 2.5 on the uniform matrix)"))
@@ -211,9 +319,14 @@ def product_rows(profile, log):
     return rows
 
 
-def run(profile, log):
+def run(profile, log, baseline_python=None):
     """All three cases; returns the rows."""
-    return product_rows(profile, log) + uniform_rows(profile, log) + letter_rows(profile, log)
+    runner = Runner(baseline_python, log)
+    try:
+        return (product_rows(profile, log) + forest_rows(profile, runner, log) + uniform_rows(profile, runner, log)
+                + letter_rows(profile, runner, log))
+    finally:
+        runner.close()
 
 
 def markdown(rows, header):
@@ -226,6 +339,14 @@ def markdown(rows, header):
         alpha = "" if np.isnan(r["alpha"]) else f"{r['alpha']:g}"
         res = "" if np.isnan(r["residual"]) else f"{r['residual']:.1e}"
         it = "" if r["iterations"] < 0 else str(r["iterations"])
-        lines.append(f"| {r['case']} | {r['shape']} | {alpha} | {r['solver']} | {it} | {r['seconds']:.2f} | "
+        sec = "" if np.isnan(r["seconds"]) else f"{r['seconds']:.2f}"
+        lines.append(f"| {r['case']} | {r['shape']} | {alpha} | {r['solver']} | {it} | {sec} | "
                      f"{res} | {r['note']} |")
     return lines
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 5 and sys.argv[1] == "--fit":
+        _child(*sys.argv[2:])
+    else:
+        sys.exit("usage: python bench/ridge.py --only hard [--baseline-python PYTHON]")

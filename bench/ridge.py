@@ -23,7 +23,10 @@ jobs: absolute times are noisy, ratios less so):
 
 5. Hard cases (``--only hard``, ``_ridge_hard.py``): CG on binning features
    at small alpha (Letter-like, 26 classes), many targets on a uniform-bin
-   matrix, and the cost per product pair; table in ridge_hard.md.
+   matrix, Forest-like fits, and the cost per product pair; table in
+   ridge_hard.md.  ``--baseline-python PY`` times another randfeat build
+   (installed for the Python ``PY``: e.g. the release before) alternately
+   with this one in the same run.
 
 Usage::
 
@@ -297,6 +300,9 @@ def main(argv=None):
     parser.add_argument("--out", default=str(HERE / "results"), help="output directory")
     parser.add_argument("--repeats", type=int, default=None)
     parser.add_argument("--only", choices=["cg", "cholesky", "streaming", "hard"], action="append")
+    parser.add_argument("--baseline-python", default=None,
+                        help="hard cases: a Python with another randfeat build installed (today's solver), timed "
+                             "alternately with this one")
     args = parser.parse_args(argv)
 
     import randfeat
@@ -327,14 +333,17 @@ def main(argv=None):
     if "hard" in only:
         import _ridge_hard
 
-        hard = _ridge_hard.run(profile, log)
+        hard = _ridge_hard.run(profile, log, args.baseline_python)
         load = os.getloadavg()
         header = [
             "# Hard cases: CG on binning features (bench/ridge.py --only hard)",
             "",
             f"randfeat {randfeat.__version__}, {os.cpu_count()} CPUs, profile {profile}; load average at the end "
-            f"{load[0]:.1f}/{load[1]:.1f}/{load[2]:.1f}. One run each, same process, tol 1e-6, no intercept. "
-            "Iterations: max over targets; residual: max over targets of ‖Zᵀy − (ZᵀZ + αI)w‖ / ‖Zᵀy‖.",
+            f"{load[0]:.1f}/{load[1]:.1f}/{load[2]:.1f}. One run each, every fit timed in a child process (builds "
+            "alternating), tol 1e-6, no intercept. Iterations: max over targets; residual: max over targets of "
+            "‖Zᵀy − (ZᵀZ + αI)w‖ / ‖Zᵀy‖. \"today's randfeat\": "
+            + (f"the build at `{args.baseline_python}`" if args.baseline_python else "not run (no --baseline-python)")
+            + ".",
             "",
         ]
         (out / "ridge_hard.md").write_text("\n".join(_ridge_hard.markdown(hard, header)) + "\n")
