@@ -83,8 +83,8 @@ def test_declaration_must_match_implementation():
     with pytest.raises(TypeError, match=r"implements \['normal'\] without declaring FUSED_NORMAL"):
 
         class Hides(MinimalProducts):
-            def normal(self, P, mup, w):
-                return super().normal(P, mup, w)
+            def normal(self, P, mup, w, out=None):
+                return super().normal(P, mup, w, out)
 
     with pytest.raises(TypeError, match="does not implement"):
 

@@ -362,7 +362,11 @@ def _shared_krylov_cg(normal, B, alpha, preconditioner, X, warm, tol, max_iter, 
     inv_diag = np.ascontiguousarray(preconditioner.inv_diag, dtype=np.float64)
     Zr = np.empty_like(R)
     part_rr = np.zeros((n_blocks(D), K))
-    P = Q = TT = None
+    # Every D × K array lives in a buffer made once: fresh ones each
+    # iteration cost their page faults every time.
+    P, Q = np.empty_like(R), np.empty_like(R)
+    low = None if dtype == np.float64 else (np.empty(R.shape, dtype), np.empty(R.shape, dtype))
+    TT = None
     broke = exhausted = False
     eps = np.finfo(dtype).eps
     # tol = 0 asks for rounding level: the recursive residual gets there
@@ -388,19 +392,20 @@ def _shared_krylov_cg(normal, B, alpha, preconditioner, X, warm, tol, max_iter, 
         # iterations: the others lose those directions).
         preconditioner.correct(R, Zr)
         Zr[:, ~live] = 0.0
-        if P is not None:
+        if TT is not None:
             # β = −(PᵀAP)⁺ QᵀZr: the new directions are A-conjugate to the last ones.
             add_products(Zr, P, TT @ cross_products(Q, Zr, threads), -1.0, threads)
-        if dtype == np.float64:
+        if low is None:
             # The directions take Zr's buffer, Zr the old directions'.
-            P, Zr = Zr, (np.empty_like(R) if P is None else P)
-            Q = np.ascontiguousarray(normal.apply(P, alpha)[0])
+            P, Zr = Zr, P
+            normal.apply(P, alpha, out=Q)
         else:
             # Directions rounded to Z's dtype for the products (float32 keeps
             # its halved memory traffic); the algebra on their exact float64 values.
-            P_low = Zr.astype(dtype)
-            Q = normal.apply(P_low, alpha)[0].astype(np.float64)
-            P = P_low.astype(np.float64)
+            np.copyto(low[0], Zr, casting="same_kind")
+            normal.apply(low[0], alpha, out=low[1])
+            np.copyto(P, low[0])
+            np.copyto(Q, low[1])
         S = cross_products(P, Q, threads)
         if not np.all(np.isfinite(S)):
             # Overflow (features or targets near 1e154 square to infinity):

@@ -604,10 +604,14 @@ class _BlockedProducts(FeatureOperator):
         (out,) = dask.compute(parts[0])
         return out
 
-    def normal(self, P, mup, w):
-        """Return (Zᵀ W (Z P − 1 mupᵀ), Σ_i w_i (z_iᵀP − mup)), one map and one reduction."""
+    def normal(self, P, mup, w, out=None):
+        """Return (Zᵀ W (Z P − 1 mupᵀ), Σ_i w_i (z_iᵀP − mup)), one map and one reduction (Q into ``out`` if given)."""
         self._check(w)
-        return self.reduce(_b_normal, np.ascontiguousarray(P, dtype=self.dtype), np.asarray(mup, dtype=np.float64))
+        Q, s = self.reduce(_b_normal, np.ascontiguousarray(P, dtype=self.dtype), np.asarray(mup, dtype=np.float64))
+        if out is not None:
+            np.copyto(out, Q)
+            Q = out
+        return Q, s
 
     def column_sums(self, w):
         """Return Σ_i w_i Z_ij, float64."""

@@ -116,13 +116,15 @@ class NormalOperator:
         """Threads for block CG's D × ``n_targets`` by ``n_targets`` × ``n_targets`` products."""
         return threads_for("thin_product_flops", self.shape[1] * n_targets**2, self.ops.n_threads)
 
-    def apply(self, P, alpha):
+    def apply(self, P, alpha, out=None):
         """Return ((A + αI) P, pᵀ(A + αI)p per column).
 
         Parameters
         ----------
         P : ndarray of shape (D, K), Z's dtype, C-contiguous
         alpha : float
+        out : ndarray of shape (D, K), Z's dtype, C-contiguous, or None
+            Where to write (A + αI) P (a buffer reused across iterations).
 
         Returns
         -------
@@ -136,10 +138,10 @@ class NormalOperator:
         part_pq = self._partial_pq[K]
         if self.mean is not None:
             mup = np.einsum("j,jk->k", self.mean, P)
-            Q, s = self.ops.normal(P, mup, self.weights)
+            Q, s = self.ops.normal(P, mup, self.weights, out)
             mu_arg = self.mean
         else:
-            Q, _ = self.ops.normal(P, np.zeros(K), self.weights)
+            Q, _ = self.ops.normal(P, np.zeros(K), self.weights, out)
             s, mu_arg = np.zeros(K), np.zeros(0)
         # Q ← Q − μ sᵀ + αP and the partial pᵀq, in one pass.
         finish_apply(Q, P, mu_arg, s, float(alpha), part_pq, self.vector_threads(K))
