@@ -304,8 +304,12 @@ def test_block_cuts_iterations_against_jacobi(monkeypatch):
 
 @pytest.mark.parametrize("weighted", [False, True])
 def test_cg_on_binning_bitwise_equal_for_any_n_jobs(weighted, monkeypatch):
+    # Enough work that the products and block CG's thin products really use
+    # several threads, over several of their 4096-row blocks.
     monkeypatch.setitem(threads_mod.MIN_WORK_PER_THREAD, "csr_entries", 1000)
-    Z, y = binning_Z(n=8000, P=15)
+    monkeypatch.setitem(threads_mod.MIN_WORK_PER_THREAD, "thin_product_flops", 1000)
+    Z, y = binning_Z(n=8000, P=15, gamma=2.0)
+    assert Z.shape[1] > 3 * 4096
     labels = np.digitize(y, np.quantile(y, [0.3, 0.6]))
     w = np.random.default_rng(9).uniform(0.5, 2.0, len(y)) if weighted else None
     for Est, target in ((Ridge, y), (RidgeClassifier, labels)):

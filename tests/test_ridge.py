@@ -188,8 +188,9 @@ def test_cg_targets_stop_independently():
 def test_cg_bitwise_equal_for_any_n_jobs(sparse, dtype, fused, monkeypatch):
     if not fused:
         monkeypatch.setattr(SparseProducts, "FUSED_BUFFER_BYTES", 0)
-    # Enough nonzeros that the sparse kernels really use two threads.
+    # Enough nonzeros that the sparse kernels (and block CG's thin products) really use two threads.
     monkeypatch.setitem(threads_mod.MIN_WORK_PER_THREAD, "csr_entries", 1000)
+    monkeypatch.setitem(threads_mod.MIN_WORK_PER_THREAD, "thin_product_flops", 10)
     X, y = make_data(n=2000, d=60, k=3, dtype=dtype, sparse=sparse, seed=6)
     w = np.random.default_rng(7).uniform(0.5, 2, 2000)
     fits = [Ridge(solver="cg", tol=1e-10, n_jobs=j).fit(X, y, sample_weight=w) for j in (1, 2)]

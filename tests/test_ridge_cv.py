@@ -413,3 +413,21 @@ def test_streamed_features_with_fewer_rows_than_features_take_the_kernel_path(ga
     np.testing.assert_allclose(kernel.cv_results_, gram.cv_results_, rtol=1e-7, atol=1e-12)
     np.testing.assert_array_equal(kernel.alpha_, gram.alpha_)
     assert rel(kernel.coef_, gram.coef_) < 1e-8
+
+
+def test_verbose_reports_gammas_folds_and_time(capsys):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(120, 4))
+    y = (X[:, 0] > 0).astype(int)
+    RidgeClassifierCV(alphas=(0.1, 1.0), gammas=[0.1, 1.0], cv=3, verbose=1,
+                      features=RandomFourierFeatures(20, random_state=0)).fit(X, y)
+    err = capsys.readouterr().err
+    assert "gamma=0.1: best alpha=" in err and "gamma=1: best alpha=" in err
+    assert "selected in" in err
+    # Sparse (binning) features: a CG alpha path per fold, each reported.
+    RidgeClassifierCV(alphas=(0.1, 1.0), cv=3, verbose=1,
+                      features=RandomBinningFeatures(5, random_state=0)).fit(X, y)
+    err = capsys.readouterr().err
+    assert "fold 1/3: 2 alphas fitted in" in err and "fold 3/3" in err and "alpha=" in err
+    RidgeCV(alphas=(0.1, 1.0), verbose=0).fit(X, X[:, 1])
+    assert capsys.readouterr().err == ""

@@ -80,18 +80,29 @@ def scale_rows(
     """
     cdef Py_ssize_t D = R.shape[0], K = R.shape[1]
     cdef Py_ssize_t nb = partial_rr.shape[0], b, j, k, j0, j1
-    cdef double r
+    cdef double r, acc, keep
     with nogil:
         for b in prange(nb, num_threads=n_threads, schedule="static"):
             j0 = b * _BLOCK
             j1 = min(j0 + _BLOCK, D)
-            for k in range(K):
-                partial_rr[b, k] = 0.0
-            for j in range(j0, j1):
+            if K == 1:
+                # The sum of squares in a register: through memory it would be
+                # a store-load chain, one per row.
+                acc = 0.0
+                keep = live[0]
+                for j in range(j0, j1):
+                    r = R[j, 0]
+                    Zr[j, 0] = r * inv_diag[j] * keep
+                    acc = acc + r * r
+                partial_rr[b, 0] = acc
+            else:
                 for k in range(K):
-                    r = R[j, k]
-                    Zr[j, k] = r * inv_diag[j] * live[k]
-                    partial_rr[b, k] = partial_rr[b, k] + r * r
+                    partial_rr[b, k] = 0.0
+                for j in range(j0, j1):
+                    for k in range(K):
+                        r = R[j, k]
+                        Zr[j, k] = r * inv_diag[j] * live[k]
+                        partial_rr[b, k] = partial_rr[b, k] + r * r
 
 
 cdef class _ThinProducts(ChunkLoop):
@@ -107,6 +118,11 @@ cdef class _ThinProducts(ChunkLoop):
     cdef void run_chunk(self, Py_ssize_t b, void *scratch) noexcept nogil:
         cdef Py_ssize_t j0 = b * _BLOCK
         cdef int rows = <int>min(_BLOCK, self.D - j0), m = <int>self.m, n = <int>self.n
+        if m == 1 and n == 1:
+            # One target: a dot product or an axpy; a BLAS call per block
+            # cost several times the arithmetic.
+            self._single(j0, rows, b)
+            return
         # Row-major arrays are column-major transposes: A_b (rows × m) is the
         # column-major m × rows matrix with leading dimension m, and so on.
         if self.cross:
@@ -117,6 +133,19 @@ cdef class _ThinProducts(ChunkLoop):
             # out_b (rows × n) += sign · A_b C; column-major: out_bᵀ += sign · Cᵀ A_bᵀ.
             gemm[double](_N, _N, n, rows, m, self.sign, self.C, n, self.A + j0 * m, m, 1.0,
                  self.out + j0 * n, n)
+
+    cdef inline void _single(self, Py_ssize_t j0, int rows, Py_ssize_t b) noexcept nogil:
+        cdef const double *a = self.A + j0
+        cdef double acc = 0.0, scale
+        cdef Py_ssize_t j
+        if self.cross:
+            for j in range(rows):
+                acc = acc + a[j] * self.B[j0 + j]
+            self.out[b] = acc
+        else:
+            scale = self.sign * self.C[0]
+            for j in range(rows):
+                self.out[j0 + j] = self.out[j0 + j] + scale * a[j]
 
 
 def add_products(double[:, ::1] out, const double[:, ::1] A, const double[:, ::1] C, double sign,

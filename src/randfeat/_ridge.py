@@ -476,17 +476,18 @@ class Ridge(RegressorMixin, _PartialFitMixin, _BaseRidge):
     solver : {"auto", "cholesky", "cg"}, default="auto"
         ``"cholesky"``: Gram matrix by syrk + Cholesky (dense Z; sparse Z is
         densified a chunk at a time).  ``"cg"``: preconditioned conjugate
-        gradient, never forming ZᵀZ (Jacobi; for sparse Z, the block of the
-        heaviest columns of ZᵀZ + αI is inverted exactly, which halves the
-        iterations on binning features).  ``"auto"``: Cholesky for
+        gradient, never forming ZᵀZ, the targets sharing one Krylov space
+        (block CG: with many classes, several times fewer iterations than
+        one CG per class); see ``preconditioner``.  ``"auto"``: Cholesky for
         dense Z with at most 10000 columns, CG otherwise and for all sparse
         Z.  The choice made is in ``solver_``.
     fit_intercept : bool, default=True
         Fit an unpenalised intercept (Z is centred implicitly: a sparse Z
         stays sparse).
     tol : float, default=1e-6
-        CG stops a target when ‖r‖ <= tol·‖Zᵀy‖ on the normal equations.
-        For float32 data, a tol below ~1e-6 may not be reachable.
+        CG stops when every target has ‖r‖ <= tol·‖Zᵀy‖ on the normal
+        equations (0 means rounding level).  For float32 data, a tol below
+        ~1e-6 may not be reachable.
     max_iter : int or None, default=None
         CG iteration limit; None means 10·D, clipped to [100, 10000].
         A ``ConvergenceWarning`` names the residual reached if it is hit.
@@ -526,7 +527,8 @@ class Ridge(RegressorMixin, _PartialFitMixin, _BaseRidge):
         Weights on the features (on X's columns when ``features`` is None).
     intercept_ : float or ndarray of shape (n_targets,)
     n_iter_ : ndarray of shape (n_targets,)
-        CG iterations per target; 1 for Cholesky (one direct solve).
+        CG iterations (the targets iterate together, so the same number for
+        each); 1 for Cholesky (one direct solve).
     relative_residual_ : ndarray of shape (n_targets,) or None
         CG relative residual reached per target; None for Cholesky.
     solver_ : str
@@ -716,7 +718,8 @@ class RidgeClassifier(ClassifierMixin, _PartialFitMixin, _BaseRidge):
         One row of weights, 1-D, for two classes (as scikit-learn >= 1.9).
     intercept_ : ndarray of shape (1,) or (n_classes,)
     n_iter_ : ndarray
-        CG iterations per target column; 1 for Cholesky.
+        CG iterations per target column (the same for each: they iterate
+        together); 1 for Cholesky.
     relative_residual_ : ndarray or None
     solver_ : str
     preconditioner_ : str or None

@@ -26,6 +26,7 @@ w_i·e_i² (negated), otherwise the scorer applied to the leave-one-out
 predictions.
 """
 
+import time
 from numbers import Integral, Real
 
 import numpy as np
@@ -80,6 +81,11 @@ def _as_positive(name, values):
 
 def _as_alphas(alphas):
     return _as_positive("alphas", alphas)
+
+
+def _fmt(alpha):
+    """An alpha (a float, or one per target) for a progress message."""
+    return np.array2string(alpha, precision=6) if np.ndim(alpha) else f"{alpha:.6g}"
 
 
 def median_heuristic_gamma(X, kernel):
@@ -374,9 +380,12 @@ class _RidgeCVMixin:
         is the template with that gamma and the same ``random_state``; the
         gamma whose best score (mean over targets) is highest wins.
         """
+        t0 = time.perf_counter()
         if self.gammas is None:
             sel = self._select_alpha(X, Y, sample_weight, y_true, self.features)
             sel["gamma"], sel["gamma_scores"], sel["gammas"] = None, None, None
+            self._log(f"alpha={_fmt(sel['alpha'])} (score {np.mean(sel['best_score']):.6g}), "
+                      f"selected in {time.perf_counter() - t0:.2f} s")
             return sel
         if isinstance(self.gammas, str):
             base = median_heuristic_gamma(X, self.features.get_params().get("kernel", "rbf"))
@@ -391,6 +400,10 @@ class _RidgeCVMixin:
         gamma_scores = np.array([float(np.mean(sel["best_score"])) for sel in sels])
         best = int(np.argmax(gamma_scores))  # first best
         sel = sels[best]
+        for g, one, score in zip(gammas, sels, gamma_scores):
+            self._log(f"gamma={g:.6g}: best alpha={_fmt(one['alpha'])}, score {score:.6g}")
+        self._log(f"gamma={gammas[best]:.6g}, alpha={_fmt(sel['alpha'])} selected in "
+                  f"{time.perf_counter() - t0:.2f} s")
         sel["gamma"], sel["gamma_scores"], sel["gammas"] = float(gammas[best]), gamma_scores, gammas
         return sel
 
@@ -567,12 +580,14 @@ class _RidgeCVMixin:
         if dense and self._fold_statistics_fit(D, len(folds), X if Z is None else Z):
             return self._kfold_predictions_merged(X, Z, features, D, Y, w, alphas, n_threads, folds)
         pred = np.empty((N, K, alphas.size))
-        for train, test in folds:
+        for k, (train, test) in enumerate(folds):
+            t0 = time.perf_counter()
             Ztr = None if Z is None else Z[train]
             Zte = None if Z is None else Z[test]
             Xtr, Xte = (X[train], X[test]) if Z is None else (None, None)  # rows of X only when streamed
             coef, intercept = self._fold_fit(Xtr, Ztr, features, D, Y[train], w[train], alphas, n_threads)
             pred[test] = self._fold_predict(Xte, Zte, features, D, coef, intercept)
+            self._log(f"fold {k + 1}/{len(folds)}: {alphas.size} alphas fitted in {time.perf_counter() - t0:.2f} s")
         return pred
 
     @staticmethod
@@ -754,7 +769,8 @@ class RidgeCV(_RidgeCVMixin, RegressorMixin, _BaseRidge):
     chunk_size : int or None, default=None
         Rows per chunk of features (None: as many as fit in 64 MiB).
     verbose : int, default=0
-        Accepted for symmetry with ``Ridge``; nothing is printed yet.
+        Print progress to stderr: each gamma's best alpha and score, each
+        fold's fit time (k-fold), the selection time.
     n_jobs : int or None, default=None
         Threads for the Gram accumulation.  Results do not depend on it.
 
