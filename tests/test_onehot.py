@@ -423,3 +423,70 @@ def test_block_left_out_when_its_columns_carry_little_mass(monkeypatch):
     assert without.description == "a scaled identity"
     jacobi, _ = make_preconditioner(normal, 1e-2, "jacobi")  # Jacobi keeps its block whatever the share
     assert jacobi.correction is not None
+
+
+# -------------------------------------------------- the dual (N much below D)
+def _direct_ridge(Z, Y, alpha, w, fit_intercept):
+    """Ridge by a dense direct solve of the weighted, centred normal equations: (coef (K, D), intercept (K,))."""
+    Z = Z.toarray().astype(np.float64)
+    w = np.ones(Z.shape[0]) if w is None else w
+    mu = (w @ Z) / w.sum() if fit_intercept else np.zeros(Z.shape[1])
+    ybar = (w @ Y) / w.sum() if fit_intercept else np.zeros(Y.shape[1])
+    Zc, Yc = Z - mu, Y - ybar
+    coef = np.linalg.solve(Zc.T @ (w[:, None] * Zc) + alpha * np.eye(Z.shape[1]), Zc.T @ (w[:, None] * Yc))
+    return coef.T, ybar - mu @ coef
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("K", [1, 3])
+def test_cg_in_the_dual_matches_a_direct_solve(fit_intercept, weighted, dtype, K):
+    # Few rows, many bins (N <= D/2): CG iterates on N × K blocks.
+    Z, y = binning_Z(n=300, P=10, gamma=6.0, dtype=dtype)
+    assert 2 * Z.shape[0] <= Z.shape[1]
+    rng = np.random.default_rng(K)
+    Y = np.column_stack([y] + [rng.normal(size=len(y)) for _ in range(K - 1)])
+    w = rng.uniform(0.5, 2.0, len(y)) if weighted else None
+    est = Ridge(1e-2, solver="cg", tol=1e-9 if dtype == np.float64 else 1e-5, fit_intercept=fit_intercept)
+    est.fit(Z, Y[:, 0] if K == 1 else Y, sample_weight=w)
+    assert est.preconditioner_.startswith("none: CG on the dual")
+    coef, intercept = _direct_ridge(Z, Y, 1e-2, w, fit_intercept)
+    tol = 1e-6 if dtype == np.float64 else 2e-3
+    scale = np.abs(coef).max()
+    np.testing.assert_allclose(np.atleast_2d(est.coef_), coef, rtol=0, atol=tol * scale)
+    np.testing.assert_allclose(np.atleast_1d(est.intercept_), intercept if fit_intercept else 0.0,
+                               rtol=0, atol=tol * max(scale, np.abs(intercept).max()))
+    # The residual reported is the primal one, within tol.
+    assert np.all(est.relative_residual_ <= est.tol)
+
+
+def test_cg_in_the_dual_bitwise_equal_for_any_n_jobs_and_path_equals_fresh(monkeypatch):
+    from randfeat._cg import cg_ridge_path
+
+    monkeypatch.setitem(threads_mod.MIN_WORK_PER_THREAD, "csr_entries", 1000)
+    monkeypatch.setitem(threads_mod.MIN_WORK_PER_THREAD, "thin_product_flops", 10)
+    Z, y = binning_Z(n=5000, P=10, gamma=6.0)
+    assert 2 * Z.shape[0] <= Z.shape[1]
+    labels = np.digitize(y, np.quantile(y, [0.3, 0.6]))
+    fits = [RidgeClassifier(1e-2, solver="cg", tol=1e-8, n_jobs=j).fit(Z, labels) for j in (1, 2, 3)]
+    assert fits[0].preconditioner_.startswith("none: CG on the dual")
+    for f in fits[1:]:
+        assert np.array_equal(fits[0].n_iter_, f.n_iter_)
+        assert np.array_equal(fits[0].coef_, f.coef_)
+        assert np.array_equal(fits[0].intercept_, f.intercept_)
+    # A path of alphas (warm-started in the dual) reaches what direct solves give.
+    Z, y = binning_Z(n=300, P=10, gamma=6.0)
+    Y = np.column_stack([y, -y])
+    path = cg_ridge_path(make_products(Z, 1), Y, None, [1.0, 1e-2], fit_intercept=True, tol=1e-9, max_iter=None)
+    for res, alpha in zip(path, [1.0, 1e-2]):
+        coef, intercept = _direct_ridge(Z, Y, alpha, None, True)
+        np.testing.assert_allclose(res.coef, coef, rtol=0, atol=1e-6 * np.abs(coef).max())
+        assert res.preconditioner.startswith("none: CG on the dual")
+
+
+def test_dual_not_used_where_it_does_not_pay(monkeypatch):
+    # More rows than half the columns, or a heavy block: the primal.
+    Z, y = binning_Z(n=3000, P=12, gamma=0.8)
+    assert 2 * Z.shape[0] > Z.shape[1]
+    assert not Ridge(1e-2, solver="cg").fit(Z, y).preconditioner_.startswith("none: CG on the dual")

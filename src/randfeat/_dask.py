@@ -638,6 +638,8 @@ class _BlockedNormalOperator(NormalOperator):
     fit_intercept : bool
     """
 
+    supports_dual = False  # the N-long dual vectors would have to live on the client
+
     def __init__(self, ops, fit_intercept):
         self.ops = ops
         self.shape = ops.shape

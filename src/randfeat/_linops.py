@@ -160,6 +160,21 @@ class FeatureOperator(ABC):
         """
         return self.rmatmat(U)
 
+    def rmatmat_into(self, U, out):
+        """Write Zᵀ @ U into ``out`` (D × K, Z's dtype, C-contiguous): for a buffer kept across iterations.
+
+        Parameters
+        ----------
+        U : ndarray of shape (N, K)
+        out : ndarray of shape (D, K)
+
+        Returns
+        -------
+        out
+        """
+        np.copyto(out, self.rmatmat(U))
+        return out
+
     def close(self):
         """Release work buffers and threads (the operator stays usable)."""
 
@@ -372,7 +387,10 @@ class SparseProducts(FeatureOperator):
 
     def rmatmat(self, U):
         """Return Zᵀ @ U for U of shape (N, K), row-parallel over a CSC copy of Z."""
-        out = np.empty((self.shape[1], U.shape[1]), dtype=self.dtype)
+        return self.rmatmat_into(U, np.empty((self.shape[1], U.shape[1]), dtype=self.dtype))
+
+    def rmatmat_into(self, U, out):
+        """Write Zᵀ @ U into ``out`` (see ``FeatureOperator.rmatmat_into``)."""
         indptr, indices, data = self._csc_arrays()
         csr_matmat(indptr, indices, data, np.ascontiguousarray(U, dtype=self.dtype), out, self.n_threads)
         return out
@@ -527,6 +545,10 @@ class OneHotBlockProducts(FeatureOperator):
     def rmatmat(self, U):
         """Return Zᵀ @ U by the block-major kernel (each column block summed by one thread, rows in order)."""
         return self._rmatmat(U, self.dtype)
+
+    def rmatmat_into(self, U, out):
+        """Write Zᵀ @ U into ``out`` (see ``FeatureOperator.rmatmat_into``)."""
+        return self._rmatmat(U, self.dtype, out)
 
     def rmatmat_once(self, U):
         """Return Zᵀ @ U computed in float64, in Z's dtype."""

@@ -38,6 +38,11 @@ class NormalOperator:
         Weighted column means μ of Z; None without intercept.
     """
 
+    #: Whether CG may iterate in the dual (``DualNormalOperator``): it needs
+    #: N-long vectors where the operator runs, which an operator over
+    #: distributed rows does not give.
+    supports_dual = True
+
     def __init__(self, ops, sample_weight, fit_intercept):
         self.ops = ops
         self.shape = ops.shape
@@ -162,3 +167,76 @@ class NormalOperator:
         K = coef.shape[1]
         intercept = ybar - (np.einsum("j,jk->k", self.mean, coef.astype(np.float64)) if self.mean is not None else 0.0)
         return np.asarray(intercept, dtype=np.float64).reshape(K)
+
+
+class DualNormalOperator:
+    """Ẑ Ẑᵀ (N × N) for Ẑ = W^½ Z_c: the dual of a ``NormalOperator``, for N much smaller than D.
+
+    Ridge's solution is w = Ẑᵀa with (ẐẐᵀ + αI) a = ŷ, ŷ = W^½ (y − ȳ), so CG
+    can iterate on N × K blocks instead of D × K: the products are the same
+    two passes over Z, and the dense algebra shrinks by D / N.  Its primal
+    residual is Ẑᵀ r_dual.
+
+    Parameters
+    ----------
+    normal : NormalOperator
+    """
+
+    def __init__(self, normal):
+        self.normal = normal
+        self.ops = normal.ops
+        N = normal.shape[0]
+        self.shape = (N, N)
+        self.dtype = normal.dtype
+        self._sqrt_w = None if normal.weights is None else np.sqrt(normal.weights)
+        self._work = None  # the D × K intermediate, kept: fresh, its page faults cost as much as the products
+
+    def _scaled(self, U):
+        return U if self._sqrt_w is None else U * self._sqrt_w[:, None]
+
+    def rhs(self, Y, ybar):
+        """Return ŷ = W^½ (Y − ȳ), float64 (N × K)."""
+        Yc = Y - ybar if self.normal.mean is not None else Y
+        return np.ascontiguousarray(self._scaled(np.asarray(Yc, dtype=np.float64)))
+
+    def _transpose_times(self, U, dtype):
+        """Ẑᵀ U (D × K) in ``dtype`` (Z's dtype: in the kept work buffer)."""
+        T = np.ascontiguousarray(self._scaled(U), dtype=dtype)
+        if dtype == self.dtype:
+            if self._work is None or self._work.shape[1] != T.shape[1]:
+                self._work = np.empty((self.normal.shape[1], T.shape[1]), dtype=dtype)
+            V = self.ops.rmatmat_into(T, self._work)
+        else:
+            V = np.ascontiguousarray(self.ops.rmatmat_once(T), dtype=dtype)
+        if self.normal.mean is not None:
+            V -= np.outer(self.normal.mean, T.sum(axis=0, dtype=np.float64)).astype(dtype)
+        return V
+
+    def to_primal(self, A):
+        """Return the primal coefficients w = Ẑᵀ A (D × K), float64 sums, in Z's dtype (a new array)."""
+        V = self._transpose_times(np.asarray(A, dtype=np.float64), np.float64)
+        return V.astype(self.dtype) if V is self._work else V.astype(self.dtype, copy=False)
+
+    def apply(self, P, alpha, out=None):
+        """Return ((ẐẐᵀ + αI) P, None), P of shape (N, K) in Z's dtype.
+
+        Parameters
+        ----------
+        P : ndarray of shape (N, K)
+        alpha : float
+        out : ndarray of shape (N, K) or None
+            Where to write the product.
+        """
+        V = self._transpose_times(P, self.dtype)
+        S = self.ops.matmat(V).astype(np.float64)
+        if self.normal.mean is not None:
+            S -= np.einsum("j,jk->k", self.normal.mean, V.astype(np.float64))
+        Q = self._scaled(S) + alpha * np.asarray(P, dtype=np.float64)
+        if out is None:
+            return Q.astype(self.dtype, copy=False), None
+        np.copyto(out, Q, casting="same_kind")
+        return out, None
+
+    def thin_product_threads(self, n_targets):
+        """Threads for block CG's N × ``n_targets`` thin products."""
+        return threads_for("thin_product_flops", self.shape[0] * n_targets**2, self.ops.n_threads)

@@ -502,7 +502,10 @@ class Ridge(RegressorMixin, _PartialFitMixin, _BaseRidge):
         falls (needs alpha > 0), but whose build and rank-r products cost
         more than they save on the problems measured (DESIGN.md, "Hard
         cases"); "auto": "block" on one-hot block features (binning),
-        "jacobi" otherwise.
+        "jacobi" otherwise — and where that is a scaled identity (no block)
+        and there are at most half as many rows as feature columns, CG on
+        the dual (ZZᵀ + alpha·I, N × K iterates instead of D × K; reported
+        in ``preconditioner_``).
     preconditioner_rank : int or None, default=None
         Rank of the Nyström preconditioner, at most the number of feature
         columns.  None: grown by doubling from 64 until its smallest kept
