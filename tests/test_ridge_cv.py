@@ -431,3 +431,16 @@ def test_verbose_reports_gammas_folds_and_time(capsys):
     assert "fold 1/3: 2 alphas fitted in" in err and "fold 3/3" in err and "alpha=" in err
     RidgeCV(alphas=(0.1, 1.0), verbose=0).fit(X, X[:, 1])
     assert capsys.readouterr().err == ""
+
+
+def test_leave_one_out_bit_identical_for_any_n_jobs():
+    # The streamed Gram path (features=, several chunks, a gamma path):
+    # scores, choice and model the same bits whatever the thread count.
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(3000, 6))
+    y = np.sin(X[:, 0]) + 0.1 * rng.normal(size=3000)
+    fits = [RidgeCV(np.logspace(-3, 2, 6), features=RandomFourierFeatures(300, random_state=0), gammas=[0.1, 1.0],
+                    chunk_size=700, store_cv_results=True, n_jobs=j).fit(X, y) for j in (1, 2)]
+    assert fits[0].alpha_ == fits[1].alpha_ and fits[0].gamma_ == fits[1].gamma_
+    np.testing.assert_array_equal(fits[0].cv_results_, fits[1].cv_results_)
+    np.testing.assert_array_equal(fits[0].coef_, fits[1].coef_)

@@ -44,7 +44,7 @@ from ._dask import is_dask_array
 from ._ridge import (CHOLESKY_MAX_FEATURES, DEFAULT_CHUNK_BYTES, RidgeClassifier, _BaseRidge, _default_chunk_rows,
                      _pm1_targets, _validate_Xy)
 from ._cg import cg_ridge_path
-from ._linops import make_products
+from ._linops import make_products, row_products
 from ._memory import available_memory
 from ._stats import StatisticsAccumulator
 from ._threads import effective_n_threads, single_threaded_blas
@@ -353,19 +353,22 @@ class _RidgeCVMixin:
             r = (Y - dec.y_mean)[:, :, None] - fitted / sqw
             yield 0, len(w), r / (1.0 - lev)[:, None, :]
             return
+        n_threads = effective_n_threads(self.n_jobs)
         for s, e, Zb in blocks:
-            yield s, e, self._loo_block(dec, alphas, Zb, Y[s:e], w[s:e])
+            yield s, e, self._loo_block(dec, alphas, Zb, Y[s:e], w[s:e], n_threads)
 
     @staticmethod
-    def _loo_block(dec, alphas, Zb, Yb, wb):
+    def _loo_block(dec, alphas, Zb, Yb, wb, n_threads):
         """Gram path: the leave-one-out residuals (n, K, A) of one block of rows."""
         lam = dec.eigvals[:, None]
         base = 1.0 / dec.weight_sum if dec.centred else 0.0
         inv = 1.0 / (lam + alphas[None, :])  # (D, A)
         coef_by_alpha = (dec.u[:, :, None] * inv[:, None, :]).reshape(dec.u.shape[0], -1)  # (D, K·A)
         Zc = np.asarray(Zb, dtype=np.float64) - dec.mean if dec.centred else np.asarray(Zb, dtype=np.float64)
-        with single_threaded_blas():
-            P = Zc @ dec.basis
+        # Z_c V (the block's rows in the eigenbasis): the row-independent
+        # product, threaded and the same bits for any thread count (BLAS gemm
+        # held to one thread for that was half of a gamma path's time).
+        P = row_products(Zc, dec.basis, n_threads)
         lev = wb[:, None] * ((P * P) @ inv + base)
         fitted = (P @ coef_by_alpha).reshape(len(wb), -1, alphas.size)
         r = (Yb - dec.y_mean)[:, :, None] - fitted
@@ -459,7 +462,7 @@ class _RidgeCVMixin:
         if self.cv != "gcv":
             for s, e, Xb in self._row_blocks(X, D):
                 for m, dec, scorer in zip(maps, decs, scorers):
-                    scorer.add(s, e, self._loo_block(dec, alphas, m.transform(Xb), Y[s:e], w[s:e]))
+                    scorer.add(s, e, self._loo_block(dec, alphas, m.transform(Xb), Y[s:e], w[s:e], n_threads))
         return [self._alpha_choice(dec, alphas, *scorer.finish(), m, X.dtype)
                 for m, dec, scorer in zip(maps, decs, scorers)]
 
