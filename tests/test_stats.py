@@ -269,24 +269,25 @@ def test_solution_noise_and_predictive_variance_match_dense_formulas():
     np.testing.assert_allclose(sol.predictive_variance(Zt), q[:, None] * s2, rtol=1e-10)
 
 
-def test_tiled_float32_gram_matches_reference_and_any_thread_count():
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("D", [300, 1100, 2 * 512 + 37])
+def test_tiled_gram_matches_reference_and_any_thread_count(dtype, D):
     # Fixed column tiles, each single-threaded: the same bits for 1, 2 or 3
-    # threads; the lower triangle is Zᵀ Z, the strictly upper part untouched.
-    from randfeat._stats import F32_GRAM_TILE, _tiled_gram_lower
+    # threads (threaded OpenBLAS dsyrk differs with SkylakeX kernels at D =
+    # 300); the lower triangle gains Zᵀ Z, the strictly upper part untouched.
+    from randfeat._stats import _tiled_gram_add, gram_tile
 
     rng = np.random.default_rng(5)
-    D = 2 * F32_GRAM_TILE + 37
-    Z = rng.normal(size=(300, D)).astype(np.float32)
+    Z = rng.normal(size=(700, D)).astype(dtype)
     outs = []
     for n_threads in (1, 2, 3):
-        out = np.full((D, D), 7.0, dtype=np.float32, order="F")
-        outs.append(_tiled_gram_lower(Z, out, n_threads))
+        out = np.full((D, D), 7.0, order="F")
+        outs.append(_tiled_gram_add(Z, out, n_threads))
     for out in outs[1:]:
         np.testing.assert_array_equal(out, outs[0])
-    reference = Z.astype(np.float64).T @ Z.astype(np.float64)
+    reference = Z.astype(np.float64).T @ Z.astype(np.float64) + 7.0
     lower = np.tril_indices(D)
-    np.testing.assert_allclose(outs[0][lower], reference[lower], rtol=0, atol=1e-4 * np.abs(reference).max())
-    first = slice(0, F32_GRAM_TILE)
-    second = slice(F32_GRAM_TILE, 2 * F32_GRAM_TILE)
-    assert np.all(outs[0][first, second] == 7.0)  # strictly upper tiles are not written
-    assert np.all(np.triu(outs[0][first, first], 1) == 0)  # a diagonal tile keeps its lower triangle only
+    tol = (1e-4 if dtype == np.float32 else 1e-12) * np.abs(reference).max()
+    np.testing.assert_allclose(outs[0][lower], reference[lower], rtol=0, atol=tol)
+    assert np.all(outs[0][np.triu_indices(D, 1)] == 7.0)  # nothing above the diagonal is written
+    assert gram_tile(D) >= 512 and gram_tile(D) % 128 == 0

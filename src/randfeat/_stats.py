@@ -33,28 +33,29 @@ Economy of the streamed path (``StatisticsAccumulator.add``):
   matter: without it, rounding in Σ zzᵀ grows relative to the centred Gram
   by the factor 1 + μ_j²/σ_j² of the columns involved.  When a block shows
   max_j μ_j²/σ_j² <= SAFE_MEAN_RATIO (10⁴ for float64: at most 4 of 16
-  digits; 1 for float32, whose blocks are multiplied in float32), it goes to
-  syrk as it is and is centred afterwards by a rank-one correction.
+  digits; 1 for float32, whose blocks are multiplied in float32), its Gram
+  is formed as it is and is centred afterwards by a rank-one correction.
 * Each block's rank-one corrections (its own centring, and its mean's
   distance from the overall mean: Σ_b w_b (μ_b − μ)(μ_b − μ)ᵀ) are deferred
   and applied together, as two syrk calls, when the statistics are read
   (or when ``MAX_PENDING`` blocks wait); a per-block merge would instead
   cost an extra pass over the D × D Gram for every block.
 
-Precision: float32 blocks are multiplied in float32 (ssyrk, twice the speed
-of dsyrk) but each block's product is added into float64 sums; means,
+Precision: float32 blocks are multiplied in float32 (twice the speed of
+float64) but each block's product is added into float64 sums; means,
 corrections, factor and solve are float64.
 """
 
 from typing import NamedTuple
 
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 from scipy.linalg.blas import get_blas_funcs
 
 from ._cholesky import RidgeSolution
-from ._threads import limit_blas_threads, single_threaded_blas
+from ._threads import single_threaded_blas
 
 #: Largest max_j μ_j²/σ_j² (estimated per block) at which a block is not shifted, by dtype.
 SAFE_MEAN_RATIO = {np.dtype(np.float64): 1e4, np.dtype(np.float32): 1.0}
@@ -68,31 +69,49 @@ MAX_PENDING = 256
 
 _dsyrk = get_blas_funcs("syrk", dtype=np.float64)
 
-#: Column tile of the float32 Gram.  Threaded OpenBLAS ssyrk gives results
-#: that depend on its thread count, so a float32 block's Gram is computed as
-#: fixed tiles, each by single-threaded BLAS, the tiles spread over up to
-#: n_threads Python threads: the same bits for any n_jobs, at about the speed
-#: of threaded ssyrk (16000 × 1000 block, 2 threads: 110 ms tiled, 129 ms
-#: threaded ssyrk, 213 ms one-thread ssyrk).
-F32_GRAM_TILE = 512
+#: Column tiles of the Gram.  Threaded OpenBLAS syrk/gemm give results that
+#: depend on their thread count (float32 up to 8e-8 relative; float64 ~1e-16
+#: with the SkylakeX kernels, for some widths), so a block's Gram is computed
+#: as fixed tiles, each by single-threaded BLAS, the tiles spread over up to
+#: n_threads Python threads: the same bits for any n_jobs.  The tile width
+#: depends on D alone (never on the thread count): about D/8, between
+#: ``GRAM_TILE_MIN`` and ``GRAM_TILE_MAX`` columns.  Cost against threaded
+#: dsyrk, 2 threads: +0–6% for D <= 2000, +6–9% at D = 5000–10000
+#: (DESIGN.md, "Deterministic Gram").
+GRAM_TILE_MIN = 512
+GRAM_TILE_MAX = 1024
 
 
-def _tiled_gram_lower(Zs, out, n_threads):
-    """Write the lower block-triangle of Zsᵀ Zs into ``out`` (D × D) by fixed column tiles.
+def gram_tile(D):
+    """Column width of the Gram's tiles for D features (a function of D only)."""
+    eighth = -(-D // 8)
+    return int(min(GRAM_TILE_MAX, max(GRAM_TILE_MIN, -(-eighth // 128) * 128)))
 
-    Tiles on or below the diagonal, ``F32_GRAM_TILE`` columns wide, each a
-    single-threaded BLAS product; ``out``'s strictly upper block-triangle is
-    left as it is, and diagonal tiles keep only their lower triangle.
+
+def _tiled_gram_add(Zs, S, n_threads):
+    """Add the lower triangle of Zsᵀ Zs into ``S`` (D × D float64) by fixed column tiles.
+
+    Tiles on or below the diagonal, ``gram_tile(D)`` columns wide, each a
+    single-threaded BLAS product in Zs's dtype (NumPy takes syrk for the
+    diagonal tiles) into a per-thread buffer, then added into S in float64;
+    S's strictly upper triangle is left as it is.
     """
     D = Zs.shape[1]
-    edges = list(range(0, D, F32_GRAM_TILE)) + [D]
+    width = gram_tile(D)
+    edges = list(range(0, D, width)) + [D]
     tiles = [(i, j) for i in range(len(edges) - 1) for j in range(i + 1)]
+    local = threading.local()
 
     def product(tile):
         i, j = tile
         rows, cols = slice(edges[i], edges[i + 1]), slice(edges[j], edges[j + 1])
-        block = Zs[:, rows].T @ Zs[:, cols]
-        out[rows, cols] = np.tril(block) if i == j else block
+        buf = getattr(local, "buf", None)
+        if buf is None:
+            buf = local.buf = np.empty((width, width), dtype=Zs.dtype, order="F")
+        block = buf[: edges[i + 1] - edges[i], : edges[j + 1] - edges[j]]
+        np.matmul(Zs[:, rows].T, Zs[:, cols], out=block)
+        # Each tile of S is written by one thread: no two threads add to the same entries.
+        S[rows, cols] += np.tril(block) if i == j else block
 
     with single_threaded_blas():
         workers = min(max(1, n_threads), len(tiles))
@@ -102,7 +121,7 @@ def _tiled_gram_lower(Zs, out, n_threads):
         else:
             with ThreadPoolExecutor(workers) as pool:
                 list(pool.map(product, tiles))
-    return out
+    return S
 
 
 def _shift_needed(c, mean_sq, dtype):
@@ -363,14 +382,12 @@ class StatisticsAccumulator:
         self.fit_intercept = fit_intercept
         self.n_threads = n_threads
         self._S = np.zeros((self.D, self.D), dtype=np.float64, order="F")  # lower triangle used
-        self._S_block = None if self.dtype == np.float64 else np.zeros((self.D, self.D), dtype=self.dtype, order="F")
         self._cross = np.zeros((self.D, self.K))
         self._yss = np.zeros(self.K)
         self._n_rows = 0
         self._weight_sum = 0.0
         # _BlockMeans of the blocks whose rank-one corrections wait (see _fold).
         self._pending = []
-        self._syrk = get_blas_funcs("syrk", dtype=self.dtype)
         self._buf = None
 
     def add(self, Zb, Yb, wb=None, *, owned=False):
@@ -441,14 +458,7 @@ class StatisticsAccumulator:
         else:
             Ysw = Ys
         Zs = np.ascontiguousarray(Zs)
-        if self._S_block is None:
-            with limit_blas_threads(self.n_threads):
-                # A C-ordered (n × D) block is an F-ordered (D × n) matrix Zsᵀ:
-                # syrk with trans=0 gives Zsᵀ Zs (lower triangle) without a copy.
-                self._S = self._syrk(1.0, Zs.T, beta=1.0, c=self._S, trans=0, lower=1, overwrite_c=1)
-        else:
-            _tiled_gram_lower(Zs, self._S_block, self.n_threads)
-            self._S += self._S_block  # float64 accumulation across blocks
+        _tiled_gram_add(Zs, self._S, self.n_threads)  # float64 accumulation across blocks
         with single_threaded_blas():
             # A thin gemm (K columns) is split along the summed dimension by
             # threaded OpenBLAS (thread-count dependent result): keep it serial.
@@ -484,7 +494,7 @@ class StatisticsAccumulator:
         y_mean_offset = np.einsum("b,bk->k", w, EY) / sw
         dY = EY - y_mean_offset
         sqw = np.sqrt(w)[:, None]
-        with limit_blas_threads(self.n_threads):
+        with single_threaded_blas():  # threaded syrk's bits depend on its thread count
             if fresh.any():
                 self._S = _dsyrk(-1.0, np.ascontiguousarray(sqw[fresh] * M[fresh]).T, beta=1.0, c=self._S,
                                  trans=0, lower=1, overwrite_c=1)
@@ -502,7 +512,6 @@ class StatisticsAccumulator:
         RidgeStatistics
         """
         D, K = self.D, self.K
-        self._S_block = None
         self._buf = None
         shift, mean_offset, y_shift, y_mean_offset = np.zeros(D), np.zeros(D), np.zeros(K), np.zeros(K)
         if self._pending:  # centred, and some weight seen

@@ -17,8 +17,10 @@ thread count lives here:
   threads each call BLAS (threads must not oversubscribe the cores), or a
   BLAS call that threaded OpenBLAS would split along its summed dimension
   (thin gemm, potrf, trsm: the result would depend on the thread count).
-  ``limit_blas_threads`` is the primitive under it, for the one call that
-  may use several BLAS threads (syrk, which splits its output).  BLAS's
+  ``limit_blas_threads`` is the primitive under it.  (Threaded syrk and
+  gemm are not used where n_jobs decides their thread count either: with
+  OpenBLAS's SkylakeX kernels their float64 bits depend on it too; the
+  Gram is made of fixed single-threaded tiles, ``_stats._tiled_gram_add``.)  BLAS's
   thread count is one process-wide setting, so the limits are
   reference-counted: while any Python thread holds a limit, BLAS runs at the
   smallest limit held, and the last one out restores the count it found
