@@ -27,6 +27,7 @@ predictions.
 """
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from numbers import Integral, Real
 
 import numpy as np
@@ -61,6 +62,9 @@ AUTO_GAMMA_ROWS = 1000
 #: in one pass over X when together they need at most this fraction of the
 #: available memory (else one pass per gamma).
 JOINT_PASS_MEMORY_FRACTION = 0.5
+#: Rows of a chunk taken at a time for its leave-one-out residuals
+#: (``_loo_block``): temporaries of LOO_SUB_ROWS × D doubles.
+LOO_SUB_ROWS = 1024
 
 #: Relative residual at which the k-fold path's CG fits stop (``Ridge``'s default tol).
 CV_TOL = 1e-6
@@ -314,6 +318,8 @@ class _RidgeCVMixin:
         with single_threaded_blas():  # eigh's result must not depend on the thread count
             lam, V = scipy.linalg.eigh(stats.gram(), check_finite=False)
         lam = np.maximum(lam, 0.0)
+        # C order: every leave-one-out block multiplies by V (row_products would copy it each time).
+        V = np.ascontiguousarray(V)
         return _Decomposition(kind="gram", eigvals=lam, basis=V, u=V.T @ stats.cross, mean=stats.mean,
                               y_mean=stats.y_mean, weight_sum=stats.weight_sum, n_samples=stats.n_samples,
                               yss=stats.y_sum_squares, centred=stats.centred)
@@ -359,20 +365,33 @@ class _RidgeCVMixin:
 
     @staticmethod
     def _loo_block(dec, alphas, Zb, Yb, wb, n_threads):
-        """Gram path: the leave-one-out residuals (n, K, A) of one block of rows."""
+        """Gram path: the leave-one-out residuals (n, K, A) of one block of rows.
+
+        The rows are taken ``LOO_SUB_ROWS`` at a time, so the N × D
+        temporaries (Z_c, Z_c V, its squares) are a few MB, reused from
+        malloc's heap, instead of fresh arrays of the chunk's size (whose
+        first-touch page faults cost as much as the arithmetic here).  Every
+        product is the row-independent one: a row's residuals do not depend
+        on the rows around it or on the thread count.
+        """
         lam = dec.eigvals[:, None]
         base = 1.0 / dec.weight_sum if dec.centred else 0.0
-        inv = 1.0 / (lam + alphas[None, :])  # (D, A)
-        coef_by_alpha = (dec.u[:, :, None] * inv[:, None, :]).reshape(dec.u.shape[0], -1)  # (D, K·A)
-        Zc = np.asarray(Zb, dtype=np.float64) - dec.mean if dec.centred else np.asarray(Zb, dtype=np.float64)
-        # Z_c V (the block's rows in the eigenbasis): the row-independent
-        # product, threaded and the same bits for any thread count (BLAS gemm
-        # held to one thread for that was half of a gamma path's time).
-        P = row_products(Zc, dec.basis, n_threads)
-        lev = wb[:, None] * ((P * P) @ inv + base)
-        fitted = (P @ coef_by_alpha).reshape(len(wb), -1, alphas.size)
-        r = (Yb - dec.y_mean)[:, :, None] - fitted
-        return r / (1.0 - lev)[:, None, :]
+        inv = np.ascontiguousarray(1.0 / (lam + alphas[None, :]))  # (D, A)
+        coef_by_alpha = np.ascontiguousarray((dec.u[:, :, None] * inv[:, None, :]).reshape(dec.u.shape[0], -1))
+        n, K, A = Zb.shape[0], Yb.shape[1], alphas.size
+        out = np.empty((n, K, A))
+        for s in range(0, n, LOO_SUB_ROWS):
+            e = min(n, s + LOO_SUB_ROWS)
+            Zc = np.asarray(Zb[s:e], dtype=np.float64)
+            Zc = Zc - dec.mean if dec.centred else Zc
+            # Z_c V (the rows in the eigenbasis): the row-independent product,
+            # threaded, the same bits for any thread count.
+            P = row_products(Zc, dec.basis, n_threads)
+            lev = wb[s:e, None] * (row_products(np.square(P), inv, n_threads) + base)
+            fitted = row_products(P, coef_by_alpha, n_threads).reshape(e - s, K, A)
+            np.subtract((Yb[s:e] - dec.y_mean)[:, :, None], fitted, out=out[s:e])
+            out[s:e] /= (1.0 - lev)[:, None, :]
+        return out
 
     # ------------------------------------------------------------ selection
     def _select(self, X, Y, sample_weight, y_true):
@@ -457,7 +476,13 @@ class _RidgeCVMixin:
                 if accs[g] is None:
                     accs[g] = StatisticsAccumulator(D, K, Zb.dtype, self.fit_intercept, n_threads)
                 accs[g].add(Zb, Y[s:e], w[s:e], owned=True)
-        decs = [self._eigen_of(acc.statistics()) for acc in accs]
+        # One eigendecomposition per gamma, each on one BLAS thread (its bits
+        # must not depend on the thread count), up to n_threads at once.
+        stats = [acc.statistics() for acc in accs]
+        del accs
+        with ThreadPoolExecutor(max(1, min(n_threads, len(stats)))) as pool:
+            decs = list(pool.map(self._eigen_of, stats))
+        del stats
         scorers = [self._loo_scorer(dec, alphas, Y, w, sample_weight, y_true) for dec in decs]
         if self.cv != "gcv":
             for s, e, Xb in self._row_blocks(X, D):
