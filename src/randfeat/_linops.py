@@ -44,7 +44,7 @@ import scipy.sparse as sp
 
 from . import _fourier_fast
 from ._fourier_transform import _gemm_ready
-from ._onehot_fast import local_bins, n_row_blocks, onehot_matmat, onehot_tmatmat
+from ._onehot_fast import block_ranges, local_bins, n_row_blocks, onehot_matmat, onehot_tmatmat, pad_rows, padded_width
 from ._sparse_fast import (
     compact_columns,
     csr_gram_block,
@@ -429,6 +429,27 @@ class SparseProducts(FeatureOperator):
         self._csc = None
 
 
+def aligned_empty(shape, dtype, align=64):
+    """Return an uninitialised C-ordered array whose data start on an ``align``-byte boundary.
+
+    Parameters
+    ----------
+    shape : tuple of int
+    dtype : numpy dtype
+    align : int, default=64
+        A power of two (64: a cache line).
+
+    Returns
+    -------
+    ndarray
+    """
+    dtype = np.dtype(dtype)
+    n = int(np.prod(shape))
+    raw = np.empty(n * dtype.itemsize + align, dtype=np.uint8)
+    offset = (-raw.ctypes.data) % align
+    return raw[offset : offset + n * dtype.itemsize].view(dtype).reshape(shape)
+
+
 def _into(out, Q):
     """Return Q, copied into ``out`` when one is given."""
     if out is None:
@@ -465,11 +486,14 @@ def onehot_block_structure(Z, n_threads=1):
     if not np.array_equal(Z.indptr, np.arange(0, Z.nnz + 1, G)):
         return None
     value = Z.data[0]
-    if value == 0 or not np.all(Z.data == value):
+    if value == 0:
         return None
     cols = Z.indices.reshape(N, G)
-    lo, hi = cols.min(axis=0), cols.max(axis=0)
-    if np.any(lo[1:] <= hi[:-1]):
+    if cols.dtype == np.int32 and Z.data.dtype in (np.float32, np.float64):
+        lo, hi, same = block_ranges(cols, Z.data, float(value), n_threads)
+    else:  # int64 indices (rare): NumPy's reductions
+        lo, hi, same = cols.min(axis=0), cols.max(axis=0), bool(np.all(Z.data == value))
+    if not same or np.any(lo[1:] <= hi[:-1]):
         return None
     start = np.empty(G + 1, dtype=np.int64)
     start[0], start[1:G], start[G] = 0, lo[1:], D
@@ -518,6 +542,7 @@ class OneHotBlockProducts(FeatureOperator):
         N, G = self.bins.shape[1], self.bins.shape[0]
         self._cols = Z.indices.reshape(N, G) if Z.indices.dtype == np.int32 and N * G > 0 else None
         self._work = None  # normal()'s N × K intermediate
+        self._pad = None  # the padded copy of Z @ P's operand (``_padded``)
 
     @property
     def entries(self):
@@ -528,8 +553,26 @@ class OneHotBlockProducts(FeatureOperator):
         P = np.ascontiguousarray(P, dtype=self.dtype)
         if out is None:
             out = np.empty((self.shape[0], P.shape[1]), dtype=self.dtype)
-        onehot_matmat(self.bins, self.start, self.value, P, out, shift, w, sums, self.n_threads, self._cols)
+        onehot_matmat(self.bins, self.start, self.value, self._padded(P), out, shift, w, sums, self.n_threads,
+                      self._cols)
         return out
+
+    def _padded(self, P):
+        """P, or a copy whose rows are padded to ``padded_width`` values on a 64-byte boundary.
+
+        The gathers of Z @ P read P's rows at random: a row that straddles
+        two cache lines costs two (DESIGN.md, "One-hot block products").
+        The padded copy lives in a buffer kept between calls (a fresh one
+        would pay its page faults at every CG iteration).
+        """
+        D, K = P.shape
+        ld = padded_width(K, P.itemsize)
+        if ld == K:
+            return P
+        if self._pad is None or self._pad.dtype != P.dtype or self._pad.shape[1] != ld:
+            self._pad = aligned_empty((D, ld), P.dtype)
+        pad_rows(P, self._pad, self.n_threads)
+        return self._pad
 
     def matmat(self, P):
         """Return Z @ P by the block-major kernel."""
@@ -581,9 +624,9 @@ class OneHotBlockProducts(FeatureOperator):
         return csr_gram_block_of(self._csr, self.shape[1], columns, w, self.n_threads)
 
     def close(self):
-        """Release the block-major bins and the work buffer."""
+        """Release the block-major bins and the work buffers."""
         self.bins = None
-        self._work = None
+        self._work = self._pad = None
 
 
 # ------------------------------------------------------------------ dense

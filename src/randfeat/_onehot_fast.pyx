@@ -23,7 +23,7 @@ precision also for float32 input.
 cimport cython
 from cython cimport floating
 from libc.stdint cimport int32_t, int64_t
-from libc.string cimport memset
+from libc.string cimport memcpy, memset
 
 import numpy as np
 
@@ -32,14 +32,14 @@ from ._openmp cimport ChunkLoop
 cdef extern from "randfeat_onehot.h" nogil:
     int rf_onehot_init()
     const char *rf_isa_name(int isa)
-    void rf_gather_add_f64(const int32_t *col, int64_t n, const double *src, int64_t K, double *acc)
-    void rf_gather_add_f32(const int32_t *col, int64_t n, const float *src, int64_t K, double *acc)
-    void rf_scatter_add_f64(const int32_t *col, int64_t n, const double *u, int64_t K, double *acc)
-    void rf_scatter_add_f32(const int32_t *col, int64_t n, const float *u, int64_t K, double *acc)
+    void rf_gather_add_f64(const int32_t *col, int64_t n, const double *src, int64_t ld, int64_t K, double *acc)
+    void rf_gather_add_f32(const int32_t *col, int64_t n, const float *src, int64_t ld, int64_t K, double *acc)
+    void rf_scatter_add_f64(const int32_t *col, int64_t n, const double *u, int64_t K, double *acc, int64_t ld)
+    void rf_scatter_add_f32(const int32_t *col, int64_t n, const float *u, int64_t K, double *acc, int64_t ld)
     void rf_rows_add_f64(const int32_t *idx, int64_t stride, int64_t m, int64_t n, const double *src,
-                         int64_t K, double *acc)
+                         int64_t ld, int64_t K, double *acc)
     void rf_rows_add_f32(const int32_t *idx, int64_t stride, int64_t m, int64_t n, const float *src,
-                         int64_t K, double *acc)
+                         int64_t ld, int64_t K, double *acc)
 
 cdef int _ISA = rf_onehot_init()
 
@@ -63,8 +63,11 @@ cdef Py_ssize_t ROW_BLOCK = 2048
 # block products"); the grouping never changes a result, only its speed.
 #   Z @ B, row path (2 <= K <= 8): the group's slices, read from L3.
 cdef Py_ssize_t ROWS_GROUP_BYTES = 8 << 20
-#   Z @ B, block path (K = 1 or K > 8): the group's slices.
-cdef Py_ssize_t GATHER_GROUP_BYTES = 8 << 20
+#   Z @ B, block path (K = 1 or K > 8): the group's slices, within L2 (half
+#   of 1 MB): each row block reads a slice it will need again from L2, not L3
+#   (one target, 522000 rows × 50 grids: 18.0 → 15.7 ms on uniform bins,
+#   13.6 → 11.1 ms Forest-like; 26 targets on Letter-like data: a tie).
+cdef Py_ssize_t GATHER_GROUP_BYTES = 512 << 10
 #   Zᵀ @ U: one thread's accumulators (L2 and its share of L3).
 cdef Py_ssize_t SCATTER_GROUP_BYTES = 4 << 20
 # ... but at least this many groups per thread, for balance (a group is one
@@ -74,28 +77,67 @@ cdef Py_ssize_t SCATTER_GROUPS_PER_THREAD = 4
 cdef Py_ssize_t SCATTER_STREAM_BYTES = 8 << 20
 
 
-cdef inline void _gather_add(const int32_t *col, int64_t n, const floating *src, int64_t K,
+cdef inline void _gather_add(const int32_t *col, int64_t n, const floating *src, int64_t ld, int64_t K,
                              double *acc) noexcept nogil:
     if floating is float:
-        rf_gather_add_f32(col, n, src, K, acc)
+        rf_gather_add_f32(col, n, src, ld, K, acc)
     else:
-        rf_gather_add_f64(col, n, src, K, acc)
+        rf_gather_add_f64(col, n, src, ld, K, acc)
 
 
 cdef inline void _rows_add(const int32_t *idx, int64_t stride, int64_t m, int64_t n, const floating *src,
-                           int64_t K, double *acc) noexcept nogil:
+                           int64_t ld, int64_t K, double *acc) noexcept nogil:
     if floating is float:
-        rf_rows_add_f32(idx, stride, m, n, src, K, acc)
+        rf_rows_add_f32(idx, stride, m, n, src, ld, K, acc)
     else:
-        rf_rows_add_f64(idx, stride, m, n, src, K, acc)
+        rf_rows_add_f64(idx, stride, m, n, src, ld, K, acc)
 
 
 cdef inline void _scatter_add(const int32_t *col, int64_t n, const floating *u, int64_t K,
-                              double *acc) noexcept nogil:
+                              double *acc, int64_t ld) noexcept nogil:
     if floating is float:
-        rf_scatter_add_f32(col, n, u, K, acc)
+        rf_scatter_add_f32(col, n, u, K, acc, ld)
     else:
-        rf_scatter_add_f64(col, n, u, K, acc)
+        rf_scatter_add_f64(col, n, u, K, acc, ld)
+
+
+def padded_width(Py_ssize_t K, Py_ssize_t itemsize):
+    """Row stride (in values) of a randomly addressed K-wide operand: K, or K padded to whole cache lines.
+
+    A row wider than 32 bytes is padded to a multiple of 64 bytes (float32
+    rows of 17–32 bytes to 32), so that, on a 64-byte boundary, it never
+    straddles two cache lines: a 7-wide double row (56 bytes) straddles two
+    in 6 rows of 8.  Measured on a 522000 × 500000 uniform-bin matrix, Z @ P
+    with 7 targets: 60.6 ms unpadded, 42.3 ms padded (+1.7 ms for the copy);
+    narrower rows are left as they are (padding 3 doubles to 4 made P a
+    third larger and the product slower: 37.0 → 39.8 ms).
+
+    Parameters
+    ----------
+    K : int
+        Values per row.
+    itemsize : int
+        Bytes per value (4 or 8).
+
+    Returns
+    -------
+    int
+    """
+    cdef Py_ssize_t row_bytes = K * itemsize
+    if row_bytes > 32:
+        return (row_bytes + 63) // 64 * 64 // itemsize
+    if row_bytes > 16 and itemsize == 4:
+        return 32 // itemsize
+    return K
+
+
+# Bytes of per-thread scratch kept aside so that a scatter accumulator can
+# start on a 64-byte boundary (malloc gives 16).
+cdef Py_ssize_t ALIGN_SLACK = 64
+
+
+cdef inline double *_aligned64(void *p) noexcept nogil:
+    return <double *>((<size_t>p + 63) & ~(<size_t>63))
 
 
 cdef class _OneHot(ChunkLoop):
@@ -103,6 +145,7 @@ cdef class _OneHot(ChunkLoop):
     cdef const int32_t *bins     # (G, N) block-major
     cdef const int64_t *start    # (G + 1,)
     cdef Py_ssize_t G, N, K
+    cdef Py_ssize_t ld           # row stride of the randomly addressed operand (B, or the scatter accumulator)
     cdef double value
     cdef bint single             # float32 operands
     cdef const void *src         # B (D × K) or U (N × K)
@@ -167,10 +210,10 @@ cdef inline void _row_block(_RowBlocks L, const floating *B, floating *out, Py_s
     if L.first:
         memset(acc, 0, n * K * sizeof(double))
     if L.cols != NULL:
-        _rows_add(L.cols + i0 * L.G + L.g0, L.G, L.g1 - L.g0, n, B, K, acc)
+        _rows_add(L.cols + i0 * L.G + L.g0, L.G, L.g1 - L.g0, n, B, L.ld, K, acc)
     else:
         for g in range(L.g0, L.g1):
-            _gather_add(bins + g * N + i0, n, B + start[g] * K, K, acc)
+            _gather_add(bins + g * N + i0, n, B + start[g] * L.ld, L.ld, K, acc)
     if not L.last:
         return
     if sums != NULL:
@@ -223,8 +266,11 @@ def onehot_matmat(
         Column offsets of the blocks; start[G] = D.
     value : float
         The common value c of the nonzeros.
-    B : (D, K) C-contiguous
-    out : (N, K) C-contiguous, same dtype as B, overwritten
+    B : (D, ldb) C-contiguous, ldb >= K
+        The first K columns are the operand; columns past K are padding,
+        never read (``padded_width``: rows that never straddle two cache
+        lines when B starts on a 64-byte boundary, see ``pad_rows``).
+    out : (N, K) C-contiguous, same dtype as B, overwritten (K = out.shape[1])
     shift : (K,) double, or length 0 for none
     w : (N,) double, or length 0 for unit weights
     row_block_sums : (n_row_blocks(N), K) double, overwritten (or shape (0, 0))
@@ -236,14 +282,14 @@ def onehot_matmat(
         it).  Used for 2 <= K <= 8, where a row's K sums then stay in
         registers across the blocks of a group; same result.
     """
-    cdef Py_ssize_t G = bins.shape[0], N = bins.shape[1], K = B.shape[1]
+    cdef Py_ssize_t G = bins.shape[0], N = bins.shape[1], K = out.shape[1]
     cdef Py_ssize_t n_rb = (N + ROW_BLOCK - 1) // ROW_BLOCK, n_groups, q
     cdef bint shifted = shift.shape[0] > 0, weighted = w.shape[0] > 0
     cdef bint sums = row_block_sums.shape[0] > 0
     cdef _RowBlocks loop = _RowBlocks()
     cdef Py_ssize_t[::1] group = np.empty(G + 2, dtype=np.intp)
     cdef double[:, ::1] acc
-    if out.shape[0] != N or out.shape[1] != K:
+    if out.shape[0] != N or B.shape[1] < K:
         raise ValueError("out has the wrong shape")
     if start.shape[0] != G + 1 or start[G] != B.shape[0]:
         raise ValueError("start does not match B")
@@ -256,10 +302,11 @@ def onehot_matmat(
     if N == 0 or K == 0:
         return
     loop.cols = &cols[0, 0] if cols is not None and 2 <= K <= 8 and G > 0 else NULL
-    n_groups = _block_groups(start, K * sizeof(floating),
+    n_groups = _block_groups(start, B.shape[1] * sizeof(floating),
                              ROWS_GROUP_BYTES if loop.cols != NULL else GATHER_GROUP_BYTES, G, group)
     loop.bins = &bins[0, 0] if G > 0 else NULL
     loop.start, loop.G, loop.N, loop.K, loop.value = &start[0], G, N, K, value
+    loop.ld = B.shape[1]
     loop.single, loop.src, loop.out = floating is float, &B[0, 0], &out[0, 0]
     loop.shift = &shift[0] if shifted else NULL
     loop.w = &w[0] if weighted else NULL
@@ -304,18 +351,22 @@ cdef inline void _column_group(_ColumnBlocks L, const floating *U, floating *out
                                double *acc) noexcept nogil:
     # The group's blocks are adjacent columns, so their accumulators are one
     # buffer of the group's width: U is read once per group, not per block.
-    cdef Py_ssize_t K = L.K, N = L.N, g0 = L.group[q], g1 = L.group[q + 1]
-    cdef Py_ssize_t first = L.start[g0], width = L.start[g1] - first, i0, n, g, b
+    # The accumulator rows are padded to L.ld doubles on a 64-byte boundary
+    # (``padded_width``): a random read-modify-write touches one cache line.
+    cdef Py_ssize_t K = L.K, ld = L.ld, N = L.N, g0 = L.group[q], g1 = L.group[q + 1]
+    cdef Py_ssize_t first = L.start[g0], width = L.start[g1] - first, i0, n, g, r, k
     cdef double value = L.value
-    memset(acc, 0, width * K * sizeof(double))
+    acc = _aligned64(acc)
+    memset(acc, 0, width * ld * sizeof(double))
     i0 = 0
     while i0 < N:
         n = min(SCATTER_ROWS, N - i0)
         for g in range(g0, g1):
-            _scatter_add(L.bins + g * N + i0, n, U + i0 * K, K, acc + (L.start[g] - first) * K)
+            _scatter_add(L.bins + g * N + i0, n, U + i0 * K, K, acc + (L.start[g] - first) * ld, ld)
         i0 += n
-    for b in range(width * K):
-        out[first * K + b] = <floating>(value * acc[b])
+    for r in range(width):
+        for k in range(K):
+            out[(first + r) * K + k] = <floating>(value * acc[r * ld + k])
 
 
 def onehot_tmatmat(
@@ -344,7 +395,7 @@ def onehot_tmatmat(
         OpenMP threads; the result does not depend on it.
     """
     cdef Py_ssize_t G = bins.shape[0], N = bins.shape[1], K = U.shape[1]
-    cdef Py_ssize_t q, g, n_groups, T, per_group, max_width = 0, group_width = 0
+    cdef Py_ssize_t q, g, n_groups, T, per_group, max_width = 0, group_width = 0, ld
     cdef Py_ssize_t[::1] group = np.empty(G + 2, dtype=np.intp)
     cdef _ColumnBlocks loop = _ColumnBlocks()
     if U.shape[0] != N or out.shape[1] != K:
@@ -355,10 +406,11 @@ def onehot_tmatmat(
         return
     # Equal counts of blocks per group, as many groups as the budget needs,
     # at least SCATTER_GROUPS_PER_THREAD per thread, a multiple of the threads.
+    ld = padded_width(K, sizeof(double))
     for g in range(G):
         max_width = max(max_width, start[g + 1] - start[g])
     T = max(1, n_threads)
-    per_group = max(1, SCATTER_GROUP_BYTES // max(1, max_width * K * <Py_ssize_t>sizeof(double)))
+    per_group = max(1, SCATTER_GROUP_BYTES // max(1, max_width * ld * <Py_ssize_t>sizeof(double)))
     if N * K * <Py_ssize_t>sizeof(floating) <= SCATTER_STREAM_BYTES:
         per_group = 1  # U stays in cache: re-reading it per block is cheap, and one block per chunk balances best
     n_groups = max((G + per_group - 1) // per_group, SCATTER_GROUPS_PER_THREAD * T)
@@ -368,12 +420,53 @@ def onehot_tmatmat(
     for q in range(n_groups):
         group_width = max(group_width, start[group[q + 1]] - start[group[q]])
     loop.bins, loop.start, loop.G, loop.N, loop.K, loop.value = &bins[0, 0], &start[0], G, N, K, value
+    loop.ld = ld
     loop.single, loop.src, loop.out = floating is float, &U[0, 0] if N > 0 else NULL, &out[0, 0]
     loop.group = &group[0]
     loop.n_chunks, loop.n_threads = n_groups, T
-    loop.scratch_bytes = max(1, group_width * K) * sizeof(double)
+    loop.scratch_bytes = max(1, group_width * ld) * sizeof(double) + ALIGN_SLACK
     loop.run()
 
+
+
+# Rows per chunk of ``pad_rows``.
+cdef Py_ssize_t PAD_ROWS = 16384
+
+
+cdef class _PadRows(ChunkLoop):
+    """dst[i, :K] = src[i, :]: chunk = PAD_ROWS rows."""
+    cdef const char *src
+    cdef char *dst
+    cdef Py_ssize_t n, row_bytes, dst_row_bytes
+
+    cdef void run_chunk(self, Py_ssize_t c, void *scratch) noexcept nogil:
+        cdef Py_ssize_t i
+        for i in range(c * PAD_ROWS, min(self.n, (c + 1) * PAD_ROWS)):
+            memcpy(self.dst + i * self.dst_row_bytes, self.src + i * self.row_bytes, self.row_bytes)
+
+
+def pad_rows(const floating[:, ::1] src, floating[:, ::1] dst, int n_threads):
+    """Copy ``src`` (n × K) into the first K columns of ``dst`` (n × ld, ld >= K), in parallel.
+
+    The padded operand of ``onehot_matmat``: its columns past K are left as
+    they are (never read).
+
+    Parameters
+    ----------
+    src : (n, K) C-contiguous
+    dst : (n, ld) C-contiguous, same dtype, ld >= K
+    n_threads : int
+    """
+    cdef _PadRows loop = _PadRows()
+    if dst.shape[0] != src.shape[0] or dst.shape[1] < src.shape[1]:
+        raise ValueError("dst must have src's rows and at least its columns")
+    if src.shape[0] == 0 or src.shape[1] == 0:
+        return
+    loop.src, loop.dst = <const char *>&src[0, 0], <char *>&dst[0, 0]
+    loop.n, loop.row_bytes = src.shape[0], src.shape[1] * sizeof(floating)
+    loop.dst_row_bytes = dst.shape[1] * sizeof(floating)
+    loop.n_chunks, loop.n_threads = (loop.n + PAD_ROWS - 1) // PAD_ROWS, max(1, n_threads)
+    loop.run()
 
 
 def set_group_budgets(Py_ssize_t rows_bytes, Py_ssize_t gather_bytes, Py_ssize_t scatter_bytes):
@@ -398,6 +491,85 @@ def set_group_budgets(Py_ssize_t rows_bytes, Py_ssize_t gather_bytes, Py_ssize_t
     previous = (ROWS_GROUP_BYTES, GATHER_GROUP_BYTES, SCATTER_GROUP_BYTES)
     ROWS_GROUP_BYTES, GATHER_GROUP_BYTES, SCATTER_GROUP_BYTES = rows_bytes, gather_bytes, scatter_bytes
     return previous
+
+
+# Rows per chunk of ``block_ranges``.
+cdef Py_ssize_t SCAN_ROWS = 8192
+
+
+cdef class _BlockRanges(ChunkLoop):
+    """Per chunk of SCAN_ROWS rows: each block's min and max column, and whether every value equals ``value``."""
+    cdef const int32_t *cols
+    cdef const void *data
+    cdef bint single
+    cdef double value
+    cdef int32_t *lo      # (n_chunks, G)
+    cdef int32_t *hi
+    cdef char *same       # (n_chunks,)
+    cdef Py_ssize_t N, G
+
+    cdef void run_chunk(self, Py_ssize_t c, void *scratch) noexcept nogil:
+        cdef Py_ssize_t i0 = c * SCAN_ROWS, i1 = min(self.N, (c + 1) * SCAN_ROWS), i, g, G = self.G
+        cdef int32_t *lo = self.lo + c * G
+        cdef int32_t *hi = self.hi + c * G
+        cdef int32_t v
+        cdef bint same = True
+        cdef const double *d64 = <const double *>self.data
+        cdef const float *d32 = <const float *>self.data
+        for g in range(G):
+            lo[g] = self.cols[i0 * G + g]
+            hi[g] = lo[g]
+        for i in range(i0, i1):
+            for g in range(G):
+                v = self.cols[i * G + g]
+                if v < lo[g]:
+                    lo[g] = v
+                if v > hi[g]:
+                    hi[g] = v
+        if self.single:
+            for i in range(i0 * G, i1 * G):
+                same = same & (d32[i] == <float>self.value)
+        else:
+            for i in range(i0 * G, i1 * G):
+                same = same & (d64[i] == self.value)
+        self.same[c] = same
+
+
+def block_ranges(const int32_t[:, ::1] cols, const floating[::1] data, double value, int n_threads):
+    """Return (lo, hi, same): each block's smallest and largest column, and whether every value is ``value``.
+
+    The checks of ``onehot_block_structure`` in one parallel pass over Z's
+    indices and values (NumPy's reductions along the strided axis were
+    most of the set-up of a CG solve).
+
+    Parameters
+    ----------
+    cols : (N, G) int32, C-contiguous
+        Z's CSR indices, row by row (G per row).
+    data : (N * G,) float32 or float64
+        Z's values.
+    value : float
+    n_threads : int
+
+    Returns
+    -------
+    lo, hi : ndarray (G,) int32
+    same : bool
+    """
+    cdef Py_ssize_t N = cols.shape[0], G = cols.shape[1], n_chunks = (N + SCAN_ROWS - 1) // SCAN_ROWS
+    cdef _BlockRanges loop = _BlockRanges()
+    if data.shape[0] != N * G:
+        raise ValueError("data must hold N * G values")
+    if N == 0 or G == 0:
+        return np.zeros(G, np.int32), np.zeros(G, np.int32), True
+    cdef int32_t[:, ::1] lo = np.empty((n_chunks, G), dtype=np.int32)
+    cdef int32_t[:, ::1] hi = np.empty((n_chunks, G), dtype=np.int32)
+    cdef char[::1] same = np.empty(n_chunks, dtype=np.int8)
+    loop.cols, loop.data, loop.single, loop.value = &cols[0, 0], &data[0], floating is float, value
+    loop.lo, loop.hi, loop.same, loop.N, loop.G = &lo[0, 0], &hi[0, 0], &same[0], N, G
+    loop.n_chunks, loop.n_threads = n_chunks, max(1, n_threads)
+    loop.run()
+    return np.asarray(lo).min(axis=0), np.asarray(hi).max(axis=0), bool(np.all(np.asarray(same)))
 
 
 # Rows per chunk of ``local_bins``: the chunk's index rows (ROWS × G int32)

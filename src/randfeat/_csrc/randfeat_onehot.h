@@ -7,7 +7,11 @@
  *             K = 2..8: the row's K sums stay in registers across the m
  *             blocks, one load and store of acc per row instead of per block)
  *
- * acc is double; src / u are float or double, K columns, row-major.  K = 1..8
+ * acc is double; src / u are float or double, K columns, row-major.  The
+ * randomly addressed operand (src in gather and rows, acc in scatter) has a
+ * row stride of its own (ld >= K): the caller pads its rows to 2, 4 or a
+ * multiple of 8 values on a 64-byte boundary, so that a row never straddles
+ * two cache lines (a 7-wide double row straddles two in 6 of 8 rows).  K = 1..8
  * get fixed-width, fully unrolled loops; each entry point is compiled for
  * baseline x86-64, AVX2 and AVX-512 and chosen once at import
  * (randfeat_common.h).  The order of the additions into each acc entry is
@@ -111,104 +115,113 @@ RF_ADDROW(rf_addrow_f32, float)
  * (1..8 through the switch below), so the k loop is fully unrolled. */
 #define RF_ONEHOT_BODIES(SUFFIX, VAL)                                                      \
     RF_INLINE void rf_gather_w_##SUFFIX(const int32_t *RF_RESTRICT col, int64_t n,            \
-                                        const VAL *RF_RESTRICT src, int64_t K,                \
+                                        const VAL *RF_RESTRICT src, int64_t ld, int64_t K,    \
                                         double *RF_RESTRICT acc, const int64_t KB)            \
     {                                                                                      \
         if (KB == 1) { /* left to the compiler, which unrolls it well */                  \
-            for (int64_t i = 0; i < n; ++i) acc[i] += (double)src[col[i]];                 \
+            for (int64_t i = 0; i < n; ++i) acc[i] += (double)src[(int64_t)col[i] * ld];   \
             return;                                                                        \
         }                                                                                  \
         for (int64_t i = 0; i < n; ++i) {                                                  \
-            rf_addrow_##SUFFIX(acc + i * K, src + (int64_t)col[i] * K, KB);                \
+            rf_addrow_##SUFFIX(acc + i * K, src + (int64_t)col[i] * ld, KB);               \
         }                                                                                  \
     }                                                                                      \
     RF_INLINE void rf_scatter_w_##SUFFIX(const int32_t *RF_RESTRICT col, int64_t n,           \
                                          const VAL *RF_RESTRICT u, int64_t K,                 \
-                                         double *RF_RESTRICT acc, const int64_t KB)           \
+                                         double *RF_RESTRICT acc, int64_t ld, const int64_t KB) \
     {                                                                                      \
         for (int64_t i = 0; i < n; ++i) {                                                  \
-            rf_addrow_##SUFFIX(acc + (int64_t)col[i] * K, u + i * K, KB);                  \
+            rf_addrow_##SUFFIX(acc + (int64_t)col[i] * ld, u + i * K, KB);                 \
         }                                                                                  \
     }                                                                                      \
     RF_INLINE void rf_gather_add_##SUFFIX##_body(const int32_t *RF_RESTRICT col, int64_t n,   \
-                                                 const VAL *RF_RESTRICT src, int64_t K,       \
-                                                 double *RF_RESTRICT acc)                     \
+                                                 const VAL *RF_RESTRICT src, int64_t ld,      \
+                                                 int64_t K, double *RF_RESTRICT acc)          \
     {                                                                                      \
         switch (K) {                                                                       \
-        case 1: rf_gather_w_##SUFFIX(col, n, src, K, acc, 1); break;                       \
-        case 2: rf_gather_w_##SUFFIX(col, n, src, K, acc, 2); break;                       \
-        case 3: rf_gather_w_##SUFFIX(col, n, src, K, acc, 3); break;                       \
-        case 4: rf_gather_w_##SUFFIX(col, n, src, K, acc, 4); break;                       \
-        case 5: rf_gather_w_##SUFFIX(col, n, src, K, acc, 5); break;                       \
-        case 6: rf_gather_w_##SUFFIX(col, n, src, K, acc, 6); break;                       \
-        case 7: rf_gather_w_##SUFFIX(col, n, src, K, acc, 7); break;                       \
-        case 8: rf_gather_w_##SUFFIX(col, n, src, K, acc, 8); break;                       \
-        default: rf_gather_w_##SUFFIX(col, n, src, K, acc, K); break;                      \
+        case 1: /* ld = 1 as a constant: the common case, left to the compiler */           \
+            if (ld == 1) rf_gather_w_##SUFFIX(col, n, src, 1, K, acc, 1);                  \
+            else rf_gather_w_##SUFFIX(col, n, src, ld, K, acc, 1);                         \
+            break;                                                                         \
+        case 2: rf_gather_w_##SUFFIX(col, n, src, ld, K, acc, 2); break;                   \
+        case 3: rf_gather_w_##SUFFIX(col, n, src, ld, K, acc, 3); break;                   \
+        case 4: rf_gather_w_##SUFFIX(col, n, src, ld, K, acc, 4); break;                   \
+        case 5: rf_gather_w_##SUFFIX(col, n, src, ld, K, acc, 5); break;                   \
+        case 6: rf_gather_w_##SUFFIX(col, n, src, ld, K, acc, 6); break;                   \
+        case 7: rf_gather_w_##SUFFIX(col, n, src, ld, K, acc, 7); break;                   \
+        case 8: rf_gather_w_##SUFFIX(col, n, src, ld, K, acc, 8); break;                   \
+        default: rf_gather_w_##SUFFIX(col, n, src, ld, K, acc, K); break;                  \
         }                                                                                  \
     }                                                                                      \
     RF_INLINE void rf_scatter_add_##SUFFIX##_body(const int32_t *RF_RESTRICT col, int64_t n,  \
                                                   const VAL *RF_RESTRICT u, int64_t K,        \
-                                                  double *RF_RESTRICT acc)                    \
+                                                  double *RF_RESTRICT acc, int64_t ld)        \
     {                                                                                      \
         switch (K) {                                                                       \
-        case 1: rf_scatter_w_##SUFFIX(col, n, u, K, acc, 1); break;                        \
-        case 2: rf_scatter_w_##SUFFIX(col, n, u, K, acc, 2); break;                        \
-        case 3: rf_scatter_w_##SUFFIX(col, n, u, K, acc, 3); break;                        \
-        case 4: rf_scatter_w_##SUFFIX(col, n, u, K, acc, 4); break;                        \
-        case 5: rf_scatter_w_##SUFFIX(col, n, u, K, acc, 5); break;                        \
-        case 6: rf_scatter_w_##SUFFIX(col, n, u, K, acc, 6); break;                        \
-        case 7: rf_scatter_w_##SUFFIX(col, n, u, K, acc, 7); break;                        \
-        case 8: rf_scatter_w_##SUFFIX(col, n, u, K, acc, 8); break;                        \
-        default: rf_scatter_w_##SUFFIX(col, n, u, K, acc, K); break;                       \
+        case 1:                                                                            \
+            if (ld == 1) rf_scatter_w_##SUFFIX(col, n, u, K, acc, 1, 1);                   \
+            else rf_scatter_w_##SUFFIX(col, n, u, K, acc, ld, 1);                          \
+            break;                                                                         \
+        case 2: rf_scatter_w_##SUFFIX(col, n, u, K, acc, ld, 2); break;                    \
+        case 3: rf_scatter_w_##SUFFIX(col, n, u, K, acc, ld, 3); break;                    \
+        case 4: rf_scatter_w_##SUFFIX(col, n, u, K, acc, ld, 4); break;                    \
+        case 5: rf_scatter_w_##SUFFIX(col, n, u, K, acc, ld, 5); break;                    \
+        case 6: rf_scatter_w_##SUFFIX(col, n, u, K, acc, ld, 6); break;                    \
+        case 7: rf_scatter_w_##SUFFIX(col, n, u, K, acc, ld, 7); break;                    \
+        case 8: rf_scatter_w_##SUFFIX(col, n, u, K, acc, ld, 8); break;                    \
+        default: rf_scatter_w_##SUFFIX(col, n, u, K, acc, ld, K); break;                   \
         }                                                                                  \
     }                                                                                      \
     RF_INLINE void rf_rows_w_##SUFFIX(const int32_t *RF_RESTRICT idx, int64_t stride,         \
                                       int64_t m, int64_t n, const VAL *RF_RESTRICT src,       \
-                                      int64_t K, double *RF_RESTRICT acc, const int64_t KB)   \
+                                      int64_t ld, int64_t K, double *RF_RESTRICT acc,         \
+                                      const int64_t KB)                                       \
     {                                                                                      \
         for (int64_t i = 0; i < n; ++i) {                                                  \
             const int32_t *RF_RESTRICT c = idx + i * stride;                                  \
             RF_ROW_REGISTERS_LOAD(acc + i * K, KB);                                        \
             for (int64_t j = 0; j < m; ++j)                                                \
-                RF_ROW_REGISTERS_ADD(VAL, src + (int64_t)c[j] * K, KB);                    \
+                RF_ROW_REGISTERS_ADD(VAL, src + (int64_t)c[j] * ld, KB);                   \
             RF_ROW_REGISTERS_STORE(acc + i * K, KB);                                       \
         }                                                                                  \
     }                                                                                      \
     RF_INLINE void rf_rows_add_##SUFFIX##_body(const int32_t *RF_RESTRICT idx, int64_t stride,\
                                                int64_t m, int64_t n,                          \
-                                               const VAL *RF_RESTRICT src, int64_t K,         \
-                                               double *RF_RESTRICT acc)                       \
+                                               const VAL *RF_RESTRICT src, int64_t ld,        \
+                                               int64_t K, double *RF_RESTRICT acc)            \
     {                                                                                      \
         switch (K) {                                                                       \
-        case 2: rf_rows_w_##SUFFIX(idx, stride, m, n, src, K, acc, 2); break;              \
-        case 3: rf_rows_w_##SUFFIX(idx, stride, m, n, src, K, acc, 3); break;              \
-        case 4: rf_rows_w_##SUFFIX(idx, stride, m, n, src, K, acc, 4); break;              \
-        case 5: rf_rows_w_##SUFFIX(idx, stride, m, n, src, K, acc, 5); break;              \
-        case 6: rf_rows_w_##SUFFIX(idx, stride, m, n, src, K, acc, 6); break;              \
-        case 7: rf_rows_w_##SUFFIX(idx, stride, m, n, src, K, acc, 7); break;              \
-        default: rf_rows_w_##SUFFIX(idx, stride, m, n, src, K, acc, 8); break;             \
+        case 2: rf_rows_w_##SUFFIX(idx, stride, m, n, src, ld, K, acc, 2); break;          \
+        case 3: rf_rows_w_##SUFFIX(idx, stride, m, n, src, ld, K, acc, 3); break;          \
+        case 4: rf_rows_w_##SUFFIX(idx, stride, m, n, src, ld, K, acc, 4); break;          \
+        case 5: rf_rows_w_##SUFFIX(idx, stride, m, n, src, ld, K, acc, 5); break;          \
+        case 6: rf_rows_w_##SUFFIX(idx, stride, m, n, src, ld, K, acc, 6); break;          \
+        case 7: rf_rows_w_##SUFFIX(idx, stride, m, n, src, ld, K, acc, 7); break;          \
+        default: rf_rows_w_##SUFFIX(idx, stride, m, n, src, ld, K, acc, 8); break;         \
         }                                                                                  \
     }
 
 RF_ONEHOT_BODIES(f64, double)
 RF_ONEHOT_BODIES(f32, float)
 
-#define RF_GATHER_F64_PARAMS (const int32_t *col, int64_t n, const double *src, int64_t K, double *acc)
-#define RF_GATHER_F32_PARAMS (const int32_t *col, int64_t n, const float *src, int64_t K, double *acc)
-RF_ISA_CLONES(rf_gather_add_f64, RF_GATHER_F64_PARAMS, (col, n, src, K, acc))
-RF_ISA_CLONES(rf_gather_add_f32, RF_GATHER_F32_PARAMS, (col, n, src, K, acc))
-RF_ISA_CLONES(rf_scatter_add_f64, RF_GATHER_F64_PARAMS, (col, n, src, K, acc))
-RF_ISA_CLONES(rf_scatter_add_f32, RF_GATHER_F32_PARAMS, (col, n, src, K, acc))
-#define RF_ROWS_F64_PARAMS (const int32_t *idx, int64_t stride, int64_t m, int64_t n, const double *src, int64_t K, double *acc)
-#define RF_ROWS_F32_PARAMS (const int32_t *idx, int64_t stride, int64_t m, int64_t n, const float *src, int64_t K, double *acc)
-RF_ISA_CLONES(rf_rows_add_f64, RF_ROWS_F64_PARAMS, (idx, stride, m, n, src, K, acc))
-RF_ISA_CLONES(rf_rows_add_f32, RF_ROWS_F32_PARAMS, (idx, stride, m, n, src, K, acc))
+#define RF_GATHER_F64_PARAMS (const int32_t *col, int64_t n, const double *src, int64_t ld, int64_t K, double *acc)
+#define RF_GATHER_F32_PARAMS (const int32_t *col, int64_t n, const float *src, int64_t ld, int64_t K, double *acc)
+#define RF_SCATTER_F64_PARAMS (const int32_t *col, int64_t n, const double *u, int64_t K, double *acc, int64_t ld)
+#define RF_SCATTER_F32_PARAMS (const int32_t *col, int64_t n, const float *u, int64_t K, double *acc, int64_t ld)
+RF_ISA_CLONES(rf_gather_add_f64, RF_GATHER_F64_PARAMS, (col, n, src, ld, K, acc))
+RF_ISA_CLONES(rf_gather_add_f32, RF_GATHER_F32_PARAMS, (col, n, src, ld, K, acc))
+RF_ISA_CLONES(rf_scatter_add_f64, RF_SCATTER_F64_PARAMS, (col, n, u, K, acc, ld))
+RF_ISA_CLONES(rf_scatter_add_f32, RF_SCATTER_F32_PARAMS, (col, n, u, K, acc, ld))
+#define RF_ROWS_F64_PARAMS (const int32_t *idx, int64_t stride, int64_t m, int64_t n, const double *src, int64_t ld, int64_t K, double *acc)
+#define RF_ROWS_F32_PARAMS (const int32_t *idx, int64_t stride, int64_t m, int64_t n, const float *src, int64_t ld, int64_t K, double *acc)
+RF_ISA_CLONES(rf_rows_add_f64, RF_ROWS_F64_PARAMS, (idx, stride, m, n, src, ld, K, acc))
+RF_ISA_CLONES(rf_rows_add_f32, RF_ROWS_F32_PARAMS, (idx, stride, m, n, src, ld, K, acc))
 RF_ISA_POINTER(rf_rows_add_f64, RF_ROWS_F64_PARAMS)
 RF_ISA_POINTER(rf_rows_add_f32, RF_ROWS_F32_PARAMS)
 RF_ISA_POINTER(rf_gather_add_f64, RF_GATHER_F64_PARAMS)
 RF_ISA_POINTER(rf_gather_add_f32, RF_GATHER_F32_PARAMS)
-RF_ISA_POINTER(rf_scatter_add_f64, RF_GATHER_F64_PARAMS)
-RF_ISA_POINTER(rf_scatter_add_f32, RF_GATHER_F32_PARAMS)
+RF_ISA_POINTER(rf_scatter_add_f64, RF_SCATTER_F64_PARAMS)
+RF_ISA_POINTER(rf_scatter_add_f32, RF_SCATTER_F32_PARAMS)
 
 /* Pick the code path once (at module import); returns the RF_ISA_* used. */
 static int rf_onehot_init(void) {
