@@ -9,8 +9,10 @@ from sklearn.preprocessing import OneHotEncoder
 import randfeat._precond as precond_mod
 import randfeat._threads as threads_mod
 from randfeat import RandomBinningFeatures, Ridge, RidgeClassifier
-from randfeat._linops import OneHotBlockProducts, SparseProducts, make_products, onehot_block_structure
-from randfeat._onehot_fast import local_bins, n_row_blocks, onehot_matmat, onehot_tmatmat, set_group_budgets, vector_isa
+from randfeat._linops import (OneHotBlockProducts, SparseProducts, aligned_empty, make_products,
+                              onehot_block_structure)
+from randfeat._onehot_fast import (block_ranges, local_bins, n_row_blocks, onehot_matmat, onehot_tmatmat, pad_rows,
+                                   padded_width, set_group_budgets, vector_isa)
 from randfeat._sparse_fast import compact_columns, csr_gram_block
 from randfeat._precond import heavy_block_preconditioner, max_block_size
 from _subprocess_env import run_on_vector_path
@@ -131,7 +133,7 @@ def test_onehot_products_bitwise_equal_for_any_thread_count(K):
 def _products(Z, B, U, shift, w, n_threads, cols):
     bins, start, value = onehot_block_structure(Z)
     N, D = Z.shape
-    K = B.shape[1]
+    K = U.shape[1]  # B may have padded rows
     out = np.empty((N, K), dtype=B.dtype)
     sums = np.empty((n_row_blocks(N), K)) if len(shift) else NO_SUMS
     onehot_matmat(bins, start, value, B, out, shift, w, sums, n_threads,
@@ -166,9 +168,51 @@ def test_row_path_and_block_groups_give_the_same_bits(dtype, K, fused):
         got += [_products(Z, B, U, shift, w, t, cols) for t, cols in variants]
     finally:
         set_group_budgets(*previous)
+    # B with padded rows (the operator's layout past 32 bytes a row): the
+    # padding holds NaN, which must never be read.
+    ld = max(padded_width(K, B.itemsize), K + 1)
+    B_padded = aligned_empty((D, ld), dtype)
+    B_padded[...] = np.nan
+    pad_rows(B, B_padded, 2)
+    np.testing.assert_array_equal(B_padded[:, :K], B)
+    got += [_products(Z, B_padded, U, shift, w, t, cols) for t, cols in variants]
     for g in got:
         for a, b in zip(reference, g):
             np.testing.assert_array_equal(a, b)
+
+
+def test_padded_width_keeps_rows_within_cache_lines():
+    for itemsize in (4, 8):
+        for K in range(1, 40):
+            ld = padded_width(K, itemsize)
+            assert ld >= K
+            if K * itemsize > 32:
+                assert (ld * itemsize) % 64 == 0 and ld * itemsize < K * itemsize + 64
+            elif itemsize == 4 and K * itemsize > 16:
+                assert ld * itemsize == 32
+            else:
+                assert ld == K
+    assert aligned_empty((3, 5), np.float32).ctypes.data % 64 == 0
+    with pytest.raises(ValueError, match="columns"):
+        pad_rows(np.ones((3, 4)), np.ones((3, 3)), 1)
+
+
+@pytest.mark.kernel
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_block_ranges_match_numpy(dtype, n_threads):
+    Z, _ = binning_Z(n=20000, P=7, dtype=dtype)  # several chunks of rows
+    N = Z.shape[0]
+    cols = Z.indices.reshape(N, -1)
+    lo, hi, same = block_ranges(cols, Z.data, float(Z.data[0]), n_threads)
+    np.testing.assert_array_equal(lo, cols.min(axis=0))
+    np.testing.assert_array_equal(hi, cols.max(axis=0))
+    assert same
+    data = Z.data.copy()
+    data[-1] *= 2  # one value differs, in the last chunk
+    assert not block_ranges(cols, data, float(Z.data[0]), n_threads)[2]
+    Z.data[-1] *= 2
+    assert onehot_block_structure(Z) is None
 
 
 @pytest.mark.kernel
