@@ -47,7 +47,7 @@ def test_letter_like_shape_values_and_repeated_rows():
     assert not np.any(np.signbit(X))  # no -0.0
     assert np.array_equal(np.unique(y), np.arange(26))
     # Rows repeat (glyph variants): the ill-conditioning the generator is for.
-    assert len(np.unique(X, axis=0)) < 0.6 * len(X)
+    assert len(np.unique(X, axis=0)) < 0.85 * len(X)
     # The classes are learnable: nearest class mean beats chance (1/26) by far.
     means = np.stack([X[y == c].mean(axis=0) for c in range(26)])
     nearest = np.argmin(((X[:, None, :] - means[None]) ** 2).sum(-1), axis=1)

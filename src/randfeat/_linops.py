@@ -332,18 +332,19 @@ class SparseProducts(FeatureOperator):
     FUSED_BUFFER_BYTES = 256 * 2**20
     MAX_BLOCKS = 4
 
-    def __init__(self, Z, n_threads):
+    def __init__(self, Z, n_threads, entries=None):
         # Small products are not worth waking threads for.
         super().__init__(Z.shape, Z.dtype, threads_for("csr_entries", Z.nnz, n_threads))
         self.Z = Z
         self._csr = (*_common_index_dtype(Z), Z.data)
         self._csc = None
         self._blocks = {}
+        self._entries = Z.nnz if entries is None else int(entries)
 
     @property
     def entries(self):
-        """Stored entries of Z (its nnz)."""
-        return self.Z.nnz
+        """Entries of the problem's Z: its nnz, or that of the rows merged into it (``make_products``)."""
+        return self._entries
 
     def n_blocks(self, K):
         """Number of row blocks of the fused product for K targets (0: two passes)."""
@@ -532,9 +533,10 @@ class OneHotBlockProducts(FeatureOperator):
     _EMPTY = np.zeros(0)
     _NO_SUMS = np.zeros((0, 0))
 
-    def __init__(self, Z, structure, n_threads):
+    def __init__(self, Z, structure, n_threads, entries=None):
         super().__init__(Z.shape, Z.dtype, threads_for("csr_entries", Z.nnz, n_threads))
         self.Z = Z
+        self._entries = Z.nnz if entries is None else int(entries)
         self._csr = (*_common_index_dtype(Z), Z.data)
         self.bins, self.start, self.value = structure
         # The same columns row by row (a view of Z's indices, no copy): the
@@ -546,8 +548,8 @@ class OneHotBlockProducts(FeatureOperator):
 
     @property
     def entries(self):
-        """Stored entries of Z (its nnz)."""
-        return self.Z.nnz
+        """Entries of the problem's Z: its nnz, or that of the rows merged into it (``make_products``)."""
+        return self._entries
 
     def _matmat(self, P, shift, w, sums, out=None):
         P = np.ascontiguousarray(P, dtype=self.dtype)
@@ -772,13 +774,18 @@ def row_products(Z, W, n_threads):
     return out
 
 
-def make_products(Z, n_threads):
+def make_products(Z, n_threads, entries=None):
     """Return the ``FeatureOperator`` for ``Z``.
 
     Parameters
     ----------
     Z : ndarray or canonical CSR matrix of shape (N, D)
     n_threads : int
+    entries : int or None
+        For a sparse Z whose identical rows were merged (``_rowmerge``): the
+        nnz of the rows it stands for, which the operator reports as its
+        ``entries`` so that the preconditioner (whose block size is ruled by
+        them) is the one the unmerged problem gets.  None: Z's own nnz.
 
     Returns
     -------
@@ -789,6 +796,6 @@ def make_products(Z, n_threads):
     if sp.issparse(Z):
         structure = onehot_block_structure(Z, n_threads)
         if structure is not None:
-            return OneHotBlockProducts(Z, structure, n_threads)
-        return SparseProducts(Z, n_threads)
+            return OneHotBlockProducts(Z, structure, n_threads, entries)
+        return SparseProducts(Z, n_threads, entries)
     return DenseProducts(Z, n_threads)

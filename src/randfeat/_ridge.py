@@ -44,6 +44,7 @@ from ._cholesky import RidgeSolution
 from ._linops import make_products, row_products
 from ._nystrom import DEFAULT_MEMORY_BUDGET
 from ._precond import PRECONDITIONERS
+from ._rowmerge import merged_problem
 from ._stats import StatisticsAccumulator
 from ._threads import effective_n_threads
 from ._validation import N_JOBS, Interval, check_sample_weight, validate_X, validate_X_y
@@ -222,7 +223,13 @@ class _BaseRidge(ValidatedParamsMixin, BaseEstimator):
 
     def _fit_cg(self, features, Z, Y, sample_weight, n_threads):
         self._check_preconditioner_rank(Z.shape[1])
-        ops = make_products(Z, n_threads)
+        n_rows = Z.shape[0]
+        # Identical feature rows (binning of integer or categorical data) as
+        # one weighted row each: the same solution, cheaper products.
+        Z, Y, sample_weight, entries = merged_problem(Z, Y, sample_weight)
+        if Z.shape[0] < n_rows:
+            self._log(f"CG on {Z.shape[0]} distinct feature rows of {n_rows} (identical rows merged)")
+        ops = make_products(Z, n_threads, entries)
         try:
             result = cg_ridge(
                 ops,

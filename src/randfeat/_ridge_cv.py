@@ -47,6 +47,7 @@ from ._ridge import (CHOLESKY_MAX_FEATURES, DEFAULT_CHUNK_BYTES, RidgeClassifier
 from ._cg import cg_ridge_path
 from ._linops import make_products, row_products
 from ._memory import available_memory
+from ._rowmerge import merged_problem
 from ._stats import StatisticsAccumulator
 from ._threads import effective_n_threads, single_threaded_blas
 from ._validation import N_JOBS, Interval
@@ -578,9 +579,10 @@ class _RidgeCVMixin:
         """Fit on some rows for every alpha; return (coef (A, K, D), intercept (A, K))."""
         K = Y.shape[1]
         if Z is not None and sp.issparse(Z):
-            ops = make_products(Z, n_threads)
+            Z, Y, w_cg, entries = merged_problem(Z, Y, None if np.all(w == 1) else w)
+            ops = make_products(Z, n_threads, entries)
             try:
-                results = cg_ridge_path(ops, Y, None if np.all(w == 1) else w, alphas,
+                results = cg_ridge_path(ops, Y, w_cg, alphas,
                                         fit_intercept=self.fit_intercept, tol=CV_TOL, max_iter=None)
             finally:
                 ops.close()
