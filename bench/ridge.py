@@ -299,6 +299,8 @@ def main(argv=None):
     mode.add_argument("--tiny", action="store_true", help="seconds; smoke test")
     parser.add_argument("--out", default=str(HERE / "results"), help="output directory")
     parser.add_argument("--repeats", type=int, default=None)
+    parser.add_argument("--baseline-label", default=None,
+                        help="hard cases: how the results name the --baseline-python build (e.g. its commit)")
     parser.add_argument("--only", choices=["cg", "cholesky", "streaming", "hard"], action="append")
     parser.add_argument("--baseline-python", default=None,
                         help="hard cases: a Python with another randfeat build installed (today's solver), timed "
@@ -342,7 +344,8 @@ def main(argv=None):
             f"{load[0]:.1f}/{load[1]:.1f}/{load[2]:.1f}. One run each, every fit timed in a child process (builds "
             "alternating), tol 1e-6, no intercept. Iterations: max over targets; residual: max over targets of "
             "‖Zᵀy − (ZᵀZ + αI)w‖ / ‖Zᵀy‖. \"today's randfeat\": "
-            + (f"the build at `{args.baseline_python}`" if args.baseline_python else "not run (no --baseline-python)")
+            + ((args.baseline_label or "the build given by --baseline-python") if args.baseline_python
+               else "not run (no --baseline-python)")
             + ".",
             "",
         ]

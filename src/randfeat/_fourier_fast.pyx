@@ -25,6 +25,8 @@ from libc.stdint cimport int32_t, int64_t
 from ._cycommon cimport gemm, index_t
 from ._openmp cimport ChunkLoop
 
+import numpy as np
+
 cdef extern from "randfeat_trig.h" nogil:
     void rf_sincos_f64(double *x, double *s, Py_ssize_t n, double scale)
     void rf_cos_f64(double *x, const double *b, Py_ssize_t n, double scale)
@@ -56,6 +58,10 @@ cdef extern from "randfeat_rowgemm.h" nogil:
                              int64_t ldw, int64_t m, double *out, int64_t ld_out, int64_t n, double *pad)
     void rf_rows_product_f32(const float *X, int64_t sxi, int64_t sxk, int64_t d, const float *W,
                              int64_t ldw, int64_t m, float *out, int64_t ld_out, int64_t n, float *pad)
+    void rf_rows_packed_f64(const double *X, int64_t sxi, int64_t sxk, int64_t d, const double *Wp,
+                            int64_t m, double *out, int64_t ld_out, int64_t n, int64_t rt)
+    void rf_rows_packed_f32(const float *X, int64_t sxi, int64_t sxk, int64_t d, const float *Wp,
+                            int64_t m, float *out, int64_t ld_out, int64_t n, int64_t rt)
     int rf_rowgemm_init()
     int RF_XW_JB_F32
     int RF_XW_JB_F64
@@ -339,13 +345,25 @@ cdef class _RowProducts(ChunkLoop):
     """out = X @ W in fixed tiles of rows, each by the row-independent kernel."""
     cdef const void *X
     cdef const void *W
+    cdef const void *packed      # W as panels (``_packed_panels``), or NULL
     cdef void *out
-    cdef int64_t sxi, sxk, d, m, ld_out, n_rows
+    cdef int64_t sxi, sxk, d, m, ld_out, n_rows, sub_rows
     cdef bint single
 
     cdef void run_chunk(self, Py_ssize_t chunk, void *scratch) noexcept nogil:
         cdef int64_t r0 = chunk * _PRODUCT_TILE_ROWS
         cdef int64_t n = min(self.n_rows - r0, <int64_t>_PRODUCT_TILE_ROWS)
+        if self.packed != NULL:
+            # Several columns, W packed once for all tiles (``_packed_panels``).
+            if self.single:
+                rf_rows_packed_f32(<const float *>self.X + r0 * self.sxi, self.sxi, self.sxk, self.d,
+                                   <const float *>self.packed, self.m, <float *>self.out + r0 * self.ld_out,
+                                   self.ld_out, n, self.sub_rows)
+            else:
+                rf_rows_packed_f64(<const double *>self.X + r0 * self.sxi, self.sxi, self.sxk, self.d,
+                                   <const double *>self.packed, self.m, <double *>self.out + r0 * self.ld_out,
+                                   self.ld_out, n, self.sub_rows)
+            return
         # (one column: a dot product per row; more: the panel kernel)
         if self.single:
             rf_rows_product_f32(<const float *>self.X + r0 * self.sxi, self.sxi, self.sxk, self.d,
@@ -360,6 +378,18 @@ cdef class _RowProducts(ChunkLoop):
 # Rows per chunk of ``row_products``: fixed, so results never depend on n_threads.
 cdef enum:
     _PRODUCT_TILE_ROWS = 256
+# Rows taken at a time by the packed-panel path: RT·d values within this
+# many bytes (L2's quarter), so each panel passes over rows held in L2.
+cdef Py_ssize_t _SUB_TILE_BYTES = 256 * 1024
+
+
+def _packed_panels(W, Py_ssize_t jb):
+    """W (d × m) as ceil(m / jb) contiguous d × jb panels, zero past column m."""
+    d, m = W.shape
+    n_panels = (m + jb - 1) // jb
+    padded = np.zeros((d, n_panels * jb), dtype=W.dtype)
+    padded[:, :m] = W
+    return np.ascontiguousarray(padded.reshape(d, n_panels, jb).transpose(1, 0, 2))
 
 
 def row_products(const floating[:, :] X, const floating[:, ::1] W, floating[:, ::1] out, int n_threads):
@@ -391,5 +421,12 @@ def row_products(const floating[:, :] X, const floating[:, ::1] W, floating[:, :
     loop.single = floating is float
     loop.n_threads = n_threads
     loop.n_chunks = (N + _PRODUCT_TILE_ROWS - 1) // _PRODUCT_TILE_ROWS
-    loop.scratch_bytes = _pad_bytes(d, item)
+    loop.packed = NULL
+    if m > 1:
+        # W packed once (a copy of d·m values) instead of per tile and panel.
+        panels = _packed_panels(np.asarray(W), RF_XW_JB_F32 if floating is float else RF_XW_JB_F64)
+        loop.packed = <const void *>(<size_t>panels.ctypes.data)
+        loop.sub_rows = max(6, _SUB_TILE_BYTES // max(1, d * item) // 6 * 6)
+    else:
+        loop.scratch_bytes = _pad_bytes(d, item)
     loop.run()

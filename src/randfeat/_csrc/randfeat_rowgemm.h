@@ -165,6 +165,34 @@ typedef float rf_vf32 __attribute__((vector_size(32), aligned(4)));
     }
 #endif
 
+/* X @ W with W already packed as JB-column panels (panel p: d × JB values,
+ * contiguous, zero past m), for long rows (row_products with large d): the
+ * rows are taken RT at a time (RT·d values within L2), and every panel
+ * passes over them, so X is read from memory once and each panel from L2/L3
+ * once per RT rows — instead of the whole tile re-read per panel and every
+ * panel re-packed per tile.  The same block code as rf_rows_xw, on the same
+ * values in the same order: the same bits. */
+#define RF_ROWS_PACKED_BODY(SUFFIX, VAL, JB)                                                          \
+    RF_INLINE void rf_rows_packed_##SUFFIX##_body(const VAL *X, int64_t sxi, int64_t sxk, int64_t d,    \
+                                                 const VAL *Wp, int64_t m, VAL *out, int64_t ld_out,   \
+                                                 int64_t n, int64_t rt)                                \
+    {                                                                                                 \
+        const VAL *x[RF_XW_RB];                                                                       \
+        const int64_t n_panels = (m + JB - 1) / JB;                                                   \
+        for (int64_t t0 = 0; t0 < n; t0 += rt) {                                                      \
+            const int64_t t1 = n - t0 < rt ? n : t0 + rt;                                             \
+            for (int64_t p = 0; p < n_panels; ++p) {                                                  \
+                const int64_t j0 = p * JB, nc = m - j0 < JB ? m - j0 : JB;                            \
+                const VAL *panel = Wp + p * d * JB;                                                   \
+                for (int64_t i = t0; i < t1; i += RF_XW_RB) {                                         \
+                    const int64_t nr = t1 - i < RF_XW_RB ? t1 - i : RF_XW_RB;                         \
+                    for (int r = 0; r < RF_XW_RB; ++r) x[r] = X + (i + (r < nr ? r : nr - 1)) * sxi;  \
+                    rf_xw_block_##SUFFIX(x, sxk, d, panel, JB, out + i * ld_out + j0, ld_out, nr, nc);  \
+                }                                                                                     \
+            }                                                                                         \
+        }                                                                                             \
+    }
+
 /* The whole product, m >= 1; pad holds d * JB values. */
 #define RF_ROWPRODUCT_BODY(SUFFIX, VAL)                                                               \
     RF_ROWDOT_BODY(SUFFIX, VAL)                                                                       \
@@ -190,6 +218,8 @@ RF_ROWGEMM_BODIES(f64, double, RF_XW_JB_F64)
 RF_ROWGEMM_BODIES(f32, float, RF_XW_JB_F32)
 RF_ROWPRODUCT_BODY(f64, double)
 RF_ROWPRODUCT_BODY(f32, float)
+RF_ROWS_PACKED_BODY(f64, double, RF_XW_JB_F64)
+RF_ROWS_PACKED_BODY(f32, float, RF_XW_JB_F32)
 
 #define RF_ROWS_XW_F64_PARAMS                                                                       \
     (const double *X, int64_t sxi, int64_t sxk, int64_t d, const double *W, int64_t ldw, int64_t m, \
@@ -203,6 +233,17 @@ RF_ISA_CLONES(rf_rows_xw_f64, RF_ROWS_XW_F64_PARAMS, RF_ROWS_XW_ARGS)
 RF_ISA_CLONES(rf_rows_xw_f32, RF_ROWS_XW_F32_PARAMS, RF_ROWS_XW_ARGS)
 RF_ISA_POINTER(rf_rows_xw_f64, RF_ROWS_XW_F64_PARAMS)
 RF_ISA_POINTER(rf_rows_xw_f32, RF_ROWS_XW_F32_PARAMS)
+#define RF_ROWS_PACKED_F64_PARAMS                                                                \
+    (const double *X, int64_t sxi, int64_t sxk, int64_t d, const double *Wp, int64_t m, double *out, \
+     int64_t ld_out, int64_t n, int64_t rt)
+#define RF_ROWS_PACKED_F32_PARAMS                                                                \
+    (const float *X, int64_t sxi, int64_t sxk, int64_t d, const float *Wp, int64_t m, float *out,  \
+     int64_t ld_out, int64_t n, int64_t rt)
+#define RF_ROWS_PACKED_ARGS (X, sxi, sxk, d, Wp, m, out, ld_out, n, rt)
+RF_ISA_CLONES(rf_rows_packed_f64, RF_ROWS_PACKED_F64_PARAMS, RF_ROWS_PACKED_ARGS)
+RF_ISA_CLONES(rf_rows_packed_f32, RF_ROWS_PACKED_F32_PARAMS, RF_ROWS_PACKED_ARGS)
+RF_ISA_POINTER(rf_rows_packed_f64, RF_ROWS_PACKED_F64_PARAMS)
+RF_ISA_POINTER(rf_rows_packed_f32, RF_ROWS_PACKED_F32_PARAMS)
 RF_ISA_CLONES(rf_rows_product_f64, RF_ROWS_XW_F64_PARAMS, RF_ROWS_XW_ARGS)
 RF_ISA_CLONES(rf_rows_product_f32, RF_ROWS_XW_F32_PARAMS, RF_ROWS_XW_ARGS)
 RF_ISA_POINTER(rf_rows_product_f64, RF_ROWS_XW_F64_PARAMS)
@@ -215,6 +256,8 @@ static int rf_rowgemm_init(void) {
     RF_ISA_PICK(rf_rows_xw_f32, isa);
     RF_ISA_PICK(rf_rows_product_f64, isa);
     RF_ISA_PICK(rf_rows_product_f32, isa);
+    RF_ISA_PICK(rf_rows_packed_f64, isa);
+    RF_ISA_PICK(rf_rows_packed_f32, isa);
     return isa;
 }
 
