@@ -500,9 +500,12 @@ class Ridge(RegressorMixin, _PartialFitMixin, _BaseRidge):
         densified a chunk at a time).  ``"cg"``: preconditioned conjugate
         gradient, never forming ZᵀZ, the targets sharing one Krylov space
         (block CG: with many classes, several times fewer iterations than
-        one CG per class); see ``preconditioner``.  ``"auto"``: Cholesky for
-        dense Z with at most 10000 columns, CG otherwise and for all sparse
-        Z.  The choice made is in ``solver_``.
+        one CG per class); see ``preconditioner``.  On sparse Z whose rows
+        repeat (at least a fifth of them: binning of integer or categorical
+        data) CG solves the same problem on the distinct rows, each weighted
+        by its total sample weight.  ``"auto"``: Cholesky for dense Z with at
+        most 10000 columns, CG otherwise and for all sparse Z.  The choice
+        made is in ``solver_``.
     fit_intercept : bool, default=True
         Fit an unpenalised intercept (Z is centred implicitly: a sparse Z
         stays sparse).
