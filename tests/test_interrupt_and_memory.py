@@ -41,6 +41,10 @@ from randfeat import RandomBinningFeatures, RandomFourierFeatures
 
 CASE = {case!r}
 DELAY = 0.25  # seconds between the start of the call and SIGINT
+# A process started in the background of a shell without job control
+# inherits SIGINT ignored, and Python then installs no KeyboardInterrupt
+# handler: restore it, so the test measures randfeat, not how it was launched.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def rss():
@@ -61,7 +65,10 @@ def data(n):
         return rng.normal(size=(n, 512))
     if CASE == "fourier_csr":
         return sp.random(n, 4000, density=0.05, format="csr", random_state=0)
-    return rng.normal(size=(n, 100))
+    # 200 columns and 200 grids: a binning transform of 128000 rows of 100
+    # columns into 100 grids took 0.21 s on an AVX-512 machine, less than
+    # DELAY, so no call was left to interrupt.
+    return rng.normal(size=(n, 200))
 
 
 def make(n):
@@ -70,7 +77,7 @@ def make(n):
     if CASE.startswith("fourier"):
         est = RandomFourierFeatures(4096, gamma=1e-3, random_state=0).fit(X[:10])
         return est, X, lambda: est.transform(X)
-    est = RandomBinningFeatures(100, gamma=0.5, random_state=0).fit(data(50))
+    est = RandomBinningFeatures(200, gamma=0.5, random_state=0).fit(data(50))
     call = {{"binning_fit": est.fit, "binning_fit_transform": est.fit_transform,
              "binning_transform": est.transform}}[CASE]
     return est, X, lambda: call(X)
