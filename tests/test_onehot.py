@@ -186,9 +186,9 @@ def test_padded_width_keeps_rows_within_cache_lines():
         for K in range(1, 40):
             ld = padded_width(K, itemsize)
             assert ld >= K
-            if K * itemsize > 32:
-                assert (ld * itemsize) % 64 == 0 and ld * itemsize < K * itemsize + 64
-            elif itemsize == 4 and K * itemsize > 16:
+            if 32 < K * itemsize <= 64:
+                assert ld * itemsize == 64
+            elif itemsize == 4 and 16 < K * itemsize <= 32:
                 assert ld * itemsize == 32
             else:
                 assert ld == K

@@ -102,15 +102,17 @@ cdef inline void _scatter_add(const int32_t *col, int64_t n, const floating *u, 
 
 
 def padded_width(Py_ssize_t K, Py_ssize_t itemsize):
-    """Row stride (in values) of a randomly addressed K-wide operand: K, or K padded to whole cache lines.
+    """Row stride (in values) of a randomly addressed K-wide operand: K, or K padded to one cache line.
 
-    A row wider than 32 bytes is padded to a multiple of 64 bytes (float32
-    rows of 17–32 bytes to 32), so that, on a 64-byte boundary, it never
-    straddles two cache lines: a 7-wide double row (56 bytes) straddles two
-    in 6 rows of 8.  Measured on a 522000 × 500000 uniform-bin matrix, Z @ P
-    with 7 targets: 60.6 ms unpadded, 42.3 ms padded (+1.7 ms for the copy);
-    narrower rows are left as they are (padding 3 doubles to 4 made P a
-    third larger and the product slower: 37.0 → 39.8 ms).
+    A row of 33–64 bytes is padded to 64 (float32 rows of 17–32 bytes to
+    32), so that, on a 64-byte boundary, it never straddles two cache lines:
+    a 7-wide double row (56 bytes) straddles two in 6 rows of 8.  Measured on
+    a 522000 × 500000 uniform-bin matrix, Z @ P with 7 targets: 60.6 ms
+    unpadded, 42.3 ms padded (+1.7 ms for the copy).  Narrower rows stay as
+    they are (3 doubles padded to 4 made P a third larger and the product
+    slower: 37.0 → 39.8 ms), and so do wider ones, which span several lines
+    either way (26 targets on Letter-like binning: 4.26 ms unpadded, 4.63 ms
+    padded to 32).
 
     Parameters
     ----------
@@ -124,9 +126,9 @@ def padded_width(Py_ssize_t K, Py_ssize_t itemsize):
     int
     """
     cdef Py_ssize_t row_bytes = K * itemsize
-    if row_bytes > 32:
-        return (row_bytes + 63) // 64 * 64 // itemsize
-    if row_bytes > 16 and itemsize == 4:
+    if 32 < row_bytes <= 64:
+        return 64 // itemsize
+    if 16 < row_bytes <= 32 and itemsize == 4:
         return 32 // itemsize
     return K
 
