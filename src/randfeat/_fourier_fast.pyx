@@ -54,10 +54,10 @@ cdef extern from "randfeat_rowgemm.h" nogil:
                         int64_t m, double *out, int64_t ld_out, int64_t n, double *pad)
     void rf_rows_xw_f32(const float *X, int64_t sxi, int64_t sxk, int64_t d, const float *W, int64_t ldw,
                         int64_t m, float *out, int64_t ld_out, int64_t n, float *pad)
-    void rf_rows_product_f64(const double *X, int64_t sxi, int64_t sxk, int64_t d, const double *W,
-                             int64_t ldw, int64_t m, double *out, int64_t ld_out, int64_t n, double *pad)
-    void rf_rows_product_f32(const float *X, int64_t sxi, int64_t sxk, int64_t d, const float *W,
-                             int64_t ldw, int64_t m, float *out, int64_t ld_out, int64_t n, float *pad)
+    void rf_rows_dot_f64(const double *X, int64_t sxi, int64_t sxk, int64_t d, const double *w,
+                         double *out, int64_t ld_out, int64_t n, double *pad)
+    void rf_rows_dot_f32(const float *X, int64_t sxi, int64_t sxk, int64_t d, const float *w,
+                         float *out, int64_t ld_out, int64_t n, float *pad)
     void rf_rows_packed_f64(const double *X, int64_t sxi, int64_t sxk, int64_t d, const double *Wp,
                             int64_t m, double *out, int64_t ld_out, int64_t n, int64_t rt)
     void rf_rows_packed_f32(const float *X, int64_t sxi, int64_t sxk, int64_t d, const float *Wp,
@@ -364,15 +364,15 @@ cdef class _RowProducts(ChunkLoop):
                                    <const double *>self.packed, self.m, <double *>self.out + r0 * self.ld_out,
                                    self.ld_out, n, self.sub_rows)
             return
-        # (one column: a dot product per row; more: the panel kernel)
+        # One column: a dot product per row.
         if self.single:
-            rf_rows_product_f32(<const float *>self.X + r0 * self.sxi, self.sxi, self.sxk, self.d,
-                                <const float *>self.W, self.m, self.m, <float *>self.out + r0 * self.ld_out,
-                                self.ld_out, n, <float *>scratch)
+            rf_rows_dot_f32(<const float *>self.X + r0 * self.sxi, self.sxi, self.sxk, self.d,
+                            <const float *>self.W, <float *>self.out + r0 * self.ld_out, self.ld_out, n,
+                            <float *>scratch)
         else:
-            rf_rows_product_f64(<const double *>self.X + r0 * self.sxi, self.sxi, self.sxk, self.d,
-                                <const double *>self.W, self.m, self.m, <double *>self.out + r0 * self.ld_out,
-                                self.ld_out, n, <double *>scratch)
+            rf_rows_dot_f64(<const double *>self.X + r0 * self.sxi, self.sxi, self.sxk, self.d,
+                            <const double *>self.W, <double *>self.out + r0 * self.ld_out, self.ld_out, n,
+                            <double *>scratch)
 
 
 # Rows per chunk of ``row_products``: fixed, so results never depend on n_threads.

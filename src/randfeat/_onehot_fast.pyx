@@ -291,8 +291,10 @@ def onehot_matmat(
     cdef _RowBlocks loop = _RowBlocks()
     cdef Py_ssize_t[::1] group = np.empty(G + 2, dtype=np.intp)
     cdef double[:, ::1] acc
-    if out.shape[0] != N or B.shape[1] < K:
+    if out.shape[0] != N:
         raise ValueError("out has the wrong shape")
+    if B.shape[1] < K:
+        raise ValueError("B has fewer columns than out")
     if start.shape[0] != G + 1 or start[G] != B.shape[0]:
         raise ValueError("start does not match B")
     if (shifted and shift.shape[0] != K) or (weighted and w.shape[0] != N):

@@ -9,9 +9,10 @@
  *
  * acc is double; src / u are float or double, K columns, row-major.  The
  * randomly addressed operand (src in gather and rows, acc in scatter) has a
- * row stride of its own (ld >= K): the caller pads its rows to 2, 4 or a
- * multiple of 8 values on a 64-byte boundary, so that a row never straddles
- * two cache lines (a 7-wide double row straddles two in 6 of 8 rows).  K = 1..8
+ * row stride of its own (ld >= K): the caller pads rows of 33–64 bytes to
+ * one 64-byte line on a 64-byte boundary (``padded_width``), so that such a
+ * row never straddles two cache lines (a 7-wide double row straddles two in
+ * 6 of 8 rows).  K = 1..8
  * get fixed-width, fully unrolled loops; each entry point is compiled for
  * baseline x86-64, AVX2 and AVX-512 and chosen once at import
  * (randfeat_common.h).  The order of the additions into each acc entry is

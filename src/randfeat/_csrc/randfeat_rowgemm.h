@@ -193,31 +193,28 @@ typedef float rf_vf32 __attribute__((vector_size(32), aligned(4)));
         }                                                                                             \
     }
 
-/* The whole product, m >= 1; pad holds d * JB values. */
-#define RF_ROWPRODUCT_BODY(SUFFIX, VAL)                                                               \
+/* One column (m = 1: a regression's predictions): out[i] = x_i · w.  pad
+ * holds d values (a strided row is gathered there first). */
+#define RF_ROWS_DOT_BODY(SUFFIX, VAL)                                                                 \
     RF_ROWDOT_BODY(SUFFIX, VAL)                                                                       \
-    RF_INLINE void rf_rows_product_##SUFFIX##_body(const VAL *X, int64_t sxi, int64_t sxk, int64_t d,   \
-                                                  const VAL *W, int64_t ldw, int64_t m, VAL *out,      \
-                                                  int64_t ld_out, int64_t n, VAL *pad)                 \
+    RF_INLINE void rf_rows_dot_##SUFFIX##_body(const VAL *X, int64_t sxi, int64_t sxk, int64_t d,       \
+                                              const VAL *w, VAL *out, int64_t ld_out, int64_t n,       \
+                                              VAL *pad)                                                \
     {                                                                                                 \
-        if (m != 1) {                                                                                 \
-            rf_rows_xw_##SUFFIX##_body(X, sxi, sxk, d, W, ldw, m, out, ld_out, n, pad);               \
-            return;                                                                                   \
-        }                                                                                             \
         for (int64_t i = 0; i < n; ++i) {                                                             \
             const VAL *x = X + i * sxi;                                                               \
             if (sxk != 1) {                                                                           \
                 for (int64_t k = 0; k < d; ++k) pad[k] = x[k * sxk];                                  \
                 x = pad;                                                                              \
             }                                                                                         \
-            out[i * ld_out] = rf_dot_##SUFFIX(x, W, d);                                               \
+            out[i * ld_out] = rf_dot_##SUFFIX(x, w, d);                                               \
         }                                                                                             \
     }
 
 RF_ROWGEMM_BODIES(f64, double, RF_XW_JB_F64)
 RF_ROWGEMM_BODIES(f32, float, RF_XW_JB_F32)
-RF_ROWPRODUCT_BODY(f64, double)
-RF_ROWPRODUCT_BODY(f32, float)
+RF_ROWS_DOT_BODY(f64, double)
+RF_ROWS_DOT_BODY(f32, float)
 RF_ROWS_PACKED_BODY(f64, double, RF_XW_JB_F64)
 RF_ROWS_PACKED_BODY(f32, float, RF_XW_JB_F32)
 
@@ -244,18 +241,25 @@ RF_ISA_CLONES(rf_rows_packed_f64, RF_ROWS_PACKED_F64_PARAMS, RF_ROWS_PACKED_ARGS
 RF_ISA_CLONES(rf_rows_packed_f32, RF_ROWS_PACKED_F32_PARAMS, RF_ROWS_PACKED_ARGS)
 RF_ISA_POINTER(rf_rows_packed_f64, RF_ROWS_PACKED_F64_PARAMS)
 RF_ISA_POINTER(rf_rows_packed_f32, RF_ROWS_PACKED_F32_PARAMS)
-RF_ISA_CLONES(rf_rows_product_f64, RF_ROWS_XW_F64_PARAMS, RF_ROWS_XW_ARGS)
-RF_ISA_CLONES(rf_rows_product_f32, RF_ROWS_XW_F32_PARAMS, RF_ROWS_XW_ARGS)
-RF_ISA_POINTER(rf_rows_product_f64, RF_ROWS_XW_F64_PARAMS)
-RF_ISA_POINTER(rf_rows_product_f32, RF_ROWS_XW_F32_PARAMS)
+#define RF_ROWS_DOT_F64_PARAMS \
+    (const double *X, int64_t sxi, int64_t sxk, int64_t d, const double *w, double *out, int64_t ld_out, int64_t n, \
+     double *pad)
+#define RF_ROWS_DOT_F32_PARAMS \
+    (const float *X, int64_t sxi, int64_t sxk, int64_t d, const float *w, float *out, int64_t ld_out, int64_t n, \
+     float *pad)
+#define RF_ROWS_DOT_ARGS (X, sxi, sxk, d, w, out, ld_out, n, pad)
+RF_ISA_CLONES(rf_rows_dot_f64, RF_ROWS_DOT_F64_PARAMS, RF_ROWS_DOT_ARGS)
+RF_ISA_CLONES(rf_rows_dot_f32, RF_ROWS_DOT_F32_PARAMS, RF_ROWS_DOT_ARGS)
+RF_ISA_POINTER(rf_rows_dot_f64, RF_ROWS_DOT_F64_PARAMS)
+RF_ISA_POINTER(rf_rows_dot_f32, RF_ROWS_DOT_F32_PARAMS)
 
 /* Pick the code path once (at module import); returns the RF_ISA_* used. */
 static int rf_rowgemm_init(void) {
     int isa = rf_detect_isa();
     RF_ISA_PICK(rf_rows_xw_f64, isa);
     RF_ISA_PICK(rf_rows_xw_f32, isa);
-    RF_ISA_PICK(rf_rows_product_f64, isa);
-    RF_ISA_PICK(rf_rows_product_f32, isa);
+    RF_ISA_PICK(rf_rows_dot_f64, isa);
+    RF_ISA_PICK(rf_rows_dot_f32, isa);
     RF_ISA_PICK(rf_rows_packed_f64, isa);
     RF_ISA_PICK(rf_rows_packed_f32, isa);
     return isa;
