@@ -1,8 +1,8 @@
 """Build randfeat's Cython extensions, with OpenMP when the compiler has it.
 
-Every ``src/randfeat/*.pyx`` becomes the extension ``randfeat.<name>``; C
-helpers live as headers in ``src/randfeat/_csrc`` so no extension needs an
-entry here.  A module whose .pyx starts with ``# distutils: language = c++``
+Every ``src/randfeat/_ext/*.pyx`` becomes the extension ``randfeat._ext.<name>``;
+C helpers live as headers in ``src/randfeat/_ext/include`` so no extension needs
+an entry here.  A module whose .pyx starts with ``# distutils: language = c++``
 (``_sparse_fast``: C++ templates) is compiled as C++17.  OpenMP is detected by compiling, linking and running a tiny
 program (the approach of scikit-learn and POT): if that fails the build goes
 on serial and ``randfeat.show_config()`` says so.
@@ -27,8 +27,8 @@ from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-PKG_DIR = os.path.join("src", "randfeat")
-CSRC_DIR = os.path.join(PKG_DIR, "_csrc")
+EXT_DIR = os.path.join("src", "randfeat", "_ext")
+INCLUDE_DIR = os.path.join(EXT_DIR, "include")
 
 OPENMP_TEST_PROGRAM = textwrap.dedent(
     """
@@ -162,13 +162,13 @@ def extensions():
     """One Extension per .pyx (Cython sources; build_ext cythonizes them)."""
     libraries = [] if sys.platform == "win32" else ["m"]  # libm for vector math
     exts = []
-    for pyx in sorted(glob.glob(os.path.join(PKG_DIR, "*.pyx"))):
-        name = "randfeat." + os.path.splitext(os.path.basename(pyx))[0]
+    for pyx in sorted(glob.glob(os.path.join(EXT_DIR, "*.pyx"))):
+        name = "randfeat._ext." + os.path.splitext(os.path.basename(pyx))[0]
         exts.append(
             Extension(
                 name,
                 [pyx],
-                include_dirs=[CSRC_DIR, numpy.get_include()],
+                include_dirs=[INCLUDE_DIR, numpy.get_include()],
                 define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_9_API_VERSION")],
                 libraries=libraries,
             )

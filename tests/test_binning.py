@@ -13,7 +13,7 @@ from sklearn.metrics.pairwise import laplacian_kernel
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from randfeat import RandomBinningFeatures
-from randfeat import _binning_fast
+from randfeat._ext import _binning_fast
 import _binning_reference as ref
 from _subprocess_env import run_bench, run_on_vector_path
 
@@ -364,7 +364,7 @@ def test_vector_paths_give_identical_results(isa, tmp_path):
     np.save(tmp_path / "X.npy", X)
     code = (
         "import numpy as np, sys\n"
-        "from randfeat import RandomBinningFeatures, _binning_fast\n"
+        "from randfeat import RandomBinningFeatures\nfrom randfeat._ext import _binning_fast\n"
         f"X = np.load(r'{tmp_path / 'X.npy'}')\n"
         "Z = RandomBinningFeatures(19, gamma=0.9, random_state=3).fit_transform(X)\n"
         f"np.savez(r'{tmp_path / 'Z.npz'}', indices=Z.indices, indptr=Z.indptr, data=Z.data)\n"

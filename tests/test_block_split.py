@@ -13,7 +13,8 @@ import os
 import numpy as np
 import pytest
 
-from randfeat import RandomFourierFeatures, _fourier_fast
+from randfeat import RandomFourierFeatures
+from randfeat._ext import _fourier_fast
 
 from _subprocess_env import run_on_vector_path
 
@@ -71,7 +72,8 @@ def test_row_products_against_numpy(dtype, shape):
 
 _ISA_SCRIPT = """
 import numpy as np
-from randfeat import RandomFourierFeatures, _fourier_fast
+from randfeat import RandomFourierFeatures
+from randfeat._ext import _fourier_fast
 rng = np.random.default_rng(1)
 for dtype in (np.float32, np.float64):
     X = rng.standard_normal((700, 54)).astype(dtype)

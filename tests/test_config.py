@@ -4,7 +4,7 @@ import os
 import pytest
 
 import randfeat
-from randfeat._openmp import openmp_enabled
+from randfeat._ext._openmp import openmp_enabled
 from randfeat._threads import check_n_jobs, effective_n_threads, usable_cores
 
 

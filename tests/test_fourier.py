@@ -14,7 +14,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from randfeat import RandomFourierFeatures, kernel_matrix
-from randfeat import _fourier_fast
+from randfeat._ext import _fourier_fast
 from randfeat._kernels import KERNELS
 from _subprocess_env import run_bench
 
@@ -211,7 +211,8 @@ _ISA_SCRIPT = """
 import sys
 import numpy as np
 sys.path.insert(0, {tests!r})
-from randfeat import RandomFourierFeatures, _fourier_fast
+from randfeat import RandomFourierFeatures
+from randfeat._ext import _fourier_fast
 from test_fourier import check_trig_accuracy, slow_features, feature_tolerance
 worst = check_trig_accuracy()
 X = np.random.default_rng(0).normal(size=(97, 13))

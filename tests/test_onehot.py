@@ -11,9 +11,9 @@ import randfeat._threads as threads_mod
 from randfeat import RandomBinningFeatures, Ridge, RidgeClassifier
 from randfeat._linops import (OneHotBlockProducts, SparseProducts, aligned_empty, make_products,
                               onehot_block_structure)
-from randfeat._onehot_fast import (block_ranges, local_bins, n_row_blocks, onehot_matmat, onehot_tmatmat, pad_rows,
+from randfeat._ext._onehot_fast import (block_ranges, local_bins, n_row_blocks, onehot_matmat, onehot_tmatmat, pad_rows,
                                    padded_width, set_group_budgets, vector_isa)
-from randfeat._sparse_fast import compact_columns, csr_gram_block
+from randfeat._ext._sparse_fast import compact_columns, csr_gram_block
 from randfeat._precond import heavy_block_preconditioner, max_block_size
 from _subprocess_env import run_on_vector_path
 
@@ -383,7 +383,7 @@ def test_vector_paths_give_identical_products(isa, tmp_path):
              **{f"U{K}": r[1] for K, r in results.items()})
     code = (
         "import numpy as np\n"
-        "from randfeat._onehot_fast import onehot_matmat, onehot_tmatmat, vector_isa\n"
+        "from randfeat._ext._onehot_fast import onehot_matmat, onehot_tmatmat, vector_isa\n"
         f"f = np.load(r'{tmp_path / 'in.npz'}')\n"
         "res = {}\n"
         "for K in (1, 5, 7, 8, 11):\n"

@@ -26,19 +26,20 @@ import pytest
 import randfeat
 from randfeat._config import _VECTOR_PATH_MODULES
 from randfeat._dispatch import VECTOR_ISAS
-from randfeat._openmp import openmp_enabled
+from randfeat._ext._openmp import openmp_enabled
 from _subprocess_env import subprocess_env
 
 PKG_DIR = pathlib.Path(randfeat.__file__).resolve().parent
+EXT_DIR = PKG_DIR / "_ext"  # the compiled layer
 TESTS_DIR = pathlib.Path(__file__).resolve().parent
 EXPECT_INSTALLED = os.environ.get("RANDFEAT_TEST_INSTALLED") == "1"
 EXPECT_VENDORED_OPENMP = os.environ.get("RANDFEAT_TEST_VENDORED_OPENMP") == "1"
 
 
 def compiled_modules():
-    """Names of the compiled extension modules in the imported randfeat package."""
+    """Names of the compiled extension modules in the imported randfeat package (all in ``_ext``)."""
     names = set()
-    for path in PKG_DIR.iterdir():
+    for path in EXT_DIR.iterdir():
         if any(path.name.endswith(s) for s in importlib.machinery.EXTENSION_SUFFIXES):
             names.add(path.name.split(".")[0])
     return sorted(names)
@@ -65,8 +66,8 @@ def test_compiled_modules_are_found():
 
 @pytest.mark.parametrize("module", COMPILED)
 def test_every_compiled_module_has_a_stub(module):
-    stub = PKG_DIR / f"{module}.pyi"
-    assert stub.is_file(), f"compiled module randfeat.{module} has no type stub {stub.name}"
+    stub = EXT_DIR / f"{module}.pyi"
+    assert stub.is_file(), f"compiled module randfeat._ext.{module} has no type stub {stub.name}"
 
 
 def test_py_typed_marker():
@@ -78,7 +79,7 @@ def test_stubs_match_compiled_modules(tmp_path):
     # signature in its .pyi with the runtime object (missing functions, wrong
     # argument names or kinds, stubs for things that do not exist).
     allowlist = TESTS_DIR / "stubtest_allowlist.txt"
-    modules = [f"randfeat.{m}" for m in COMPILED]
+    modules = [f"randfeat._ext.{m}" for m in COMPILED]
     env = subprocess_env(MYPY_CACHE_DIR=str(tmp_path / "mypy_cache"))
     # The allowlist holds generic Cython artefacts; not every module has each.
     cmd = [sys.executable, "-m", "mypy.stubtest", *modules, "--allowlist", str(allowlist), "--ignore-unused-allowlist"]
@@ -147,7 +148,7 @@ def test_installed_files_include_stubs_and_marker(dist):
     files = {str(f).replace("\\", "/") for f in dist.files}
     assert "randfeat/py.typed" in files
     for module in COMPILED:
-        assert f"randfeat/{module}.pyi" in files
+        assert f"randfeat/_ext/{module}.pyi" in files
 
 
 # --- show_config / runtime configuration -------------------------------------------
@@ -175,8 +176,8 @@ def test_config_reports_the_openmp_runtime_in_use():
 def test_forcing_the_baseline_vector_path(module, tmp_path):
     # The portable code path must be reachable on any CPU: RANDFEAT_VECTOR_ISA
     # lowers the path each dispatching kernel module picks at import.
-    if importlib.util.find_spec(f"randfeat.{module}") is None:
-        pytest.skip(f"randfeat.{module} is not part of this build yet")
+    if importlib.util.find_spec(f"randfeat._ext.{module}") is None:
+        pytest.skip(f"randfeat._ext.{module} is not part of this build yet")
     code = "import json, randfeat; print(json.dumps(randfeat.get_config()['vector_paths']))"
     default = run_python(code, tmp_path, RANDFEAT_VECTOR_ISA="auto")
     assert default.returncode == 0, default.stderr

@@ -15,7 +15,7 @@ import randfeat._ridge as ridge_mod
 import randfeat._threads as threads_mod
 from randfeat import RandomBinningFeatures, RandomFourierFeatures, Ridge, RidgeClassifier
 from randfeat._linops import SparseProducts
-from randfeat._sparse_fast import csr_matmat, csr_normal_matmat, csr_row_weighted_sq_sums, sum_blocks
+from randfeat._ext._sparse_fast import csr_matmat, csr_normal_matmat, csr_row_weighted_sq_sums, sum_blocks
 from _subprocess_env import run_bench
 
 
@@ -512,7 +512,7 @@ def test_bench_tiny_runs(tmp_path):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("centred", [True, False])
 def test_finish_apply_matches_numpy(dtype, centred):
-    from randfeat._cg_fast import finish_apply, n_blocks
+    from randfeat._ext._cg_fast import finish_apply, n_blocks
 
     rng = np.random.default_rng(22)
     D, K = 9000, 3  # three row blocks, the last one partial
@@ -531,7 +531,7 @@ def test_finish_apply_matches_numpy(dtype, centred):
 @pytest.mark.kernel
 @pytest.mark.parametrize("shape", [(9000, 3, 5), (4096, 1, 1), (5, 7, 2), (1, 2, 3), (20000, 26, 26)])
 def test_block_cg_kernels_match_numpy_for_any_thread_count(shape):
-    from randfeat._cg_fast import add_products, cross_products, n_blocks, scale_rows
+    from randfeat._ext._cg_fast import add_products, cross_products, n_blocks, scale_rows
 
     D, m, n = shape
     rng = np.random.default_rng(D + m)

@@ -15,7 +15,7 @@ import pytest
 from threadpoolctl import threadpool_info
 
 from randfeat import RandomBinningFeatures, RandomFourierFeatures, Ridge
-from randfeat._openmp import openmp_enabled
+from randfeat._ext._openmp import openmp_enabled
 from randfeat._threads import effective_n_threads, limit_blas_threads, single_threaded_blas, usable_cores
 
 from _subprocess_env import subprocess_env

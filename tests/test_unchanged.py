@@ -55,3 +55,59 @@ def test_solver_outputs_unchanged(key):
     # absolute rounding as the large ones.
     scale = max(np.abs(want).max(), 1e-300)
     np.testing.assert_allclose(got, want, rtol=0, atol=_rtol(key) * scale, err_msg=key)
+
+
+# ---------------------------------------------------------------------------
+# The fit pipelines (issue 23): Dask fits, partial_fit, RidgeCV, error messages,
+# and pickles written by randfeat 0.1.0 (tests/pipeline_cases.py).
+# ---------------------------------------------------------------------------
+import pickle  # noqa: E402
+
+import pipeline_cases  # noqa: E402
+
+pytest.importorskip("dask.array")
+
+PIPELINE_BASELINE = dict(np.load(pipeline_cases.FIXTURE))
+PIPELINE_CURRENT = pipeline_cases.compute_outputs()
+
+#: Where a message names a class by its module path, the path it has now: the
+#: base class of the feature maps moved from randfeat._base to the maps layer.
+#: Nothing else in any message may differ.
+MOVED_NAMES = {}
+
+
+def test_same_pipeline_cases():
+    assert sorted(PIPELINE_CURRENT) == sorted(PIPELINE_BASELINE)
+
+
+@pytest.mark.parametrize("key", sorted(k for k in PIPELINE_BASELINE if k.endswith(":message")))
+def test_error_messages_unchanged(key):
+    want = str(PIPELINE_BASELINE[key])
+    for old, new in MOVED_NAMES.items():
+        want = want.replace(old, new)
+    assert str(PIPELINE_CURRENT[key]) == want
+
+
+@pytest.mark.parametrize("key", sorted(k for k in PIPELINE_BASELINE if not k.endswith(":message")))
+def test_pipeline_outputs_unchanged(key):
+    got, want = PIPELINE_CURRENT[key], PIPELINE_BASELINE[key]
+    assert got.shape == want.shape and got.dtype == want.dtype, key
+    if key.endswith((":indices", ":indptr", ":hashes", ":Z")):
+        # Features and binning structure: randfeat's own arithmetic, bit for bit.
+        np.testing.assert_array_equal(got, want, err_msg=key)
+        return
+    got, want = got.astype(np.float64), want.astype(np.float64)
+    rtol = 2e-4 if "float32" in key else 1e-10
+    scale = max(np.abs(want).max(), 1e-300) if want.size else 1.0
+    np.testing.assert_allclose(got, want, rtol=0, atol=rtol * scale, err_msg=key)
+
+
+def test_pickles_of_0_1_0_load_and_predict_identically():
+    with open(pipeline_cases.PICKLES, "rb") as f:
+        fitted = pickle.load(f)
+    _, X = pipeline_cases.pickle_cases()
+    want = dict(np.load(pipeline_cases.PICKLE_OUTPUTS))
+    got = pipeline_cases.pickle_outputs(fitted, X)
+    assert sorted(got) == sorted(want)
+    for key in want:
+        np.testing.assert_array_equal(got[key], want[key], err_msg=key)

@@ -5,7 +5,7 @@ integer loop index (error C3016 otherwise); gcc and clang accept unsigned
 ones, so the problem shows only in the Windows wheel build.  Cython declares
 the C loop index of a ``prange`` with the type of the Cython loop variable.
 
-Usage: python tools/check_openmp_loops.py src/randfeat/*.c
+Usage: python tools/check_openmp_loops.py src/randfeat/_ext/*.c
 (generate the .c files first: python setup.py build_ext --inplace).
 Exits 1 if a loop index is unsigned (or of a type it cannot classify).
 """

@@ -93,7 +93,7 @@ build() {
     grep "randfeat: building with OpenMP" "$log"
     # Every extension really is instrumented.
     local so n=0
-    for so in "$WORK"/src/src/randfeat/*.so; do
+    for so in "$WORK"/src/src/randfeat/_ext/*.so; do
         grep -q __asan_init "$so" && grep -q __ubsan_handle "$so" || {
             echo "error: $so is not instrumented by both sanitizers" >&2
             return 1

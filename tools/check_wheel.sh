@@ -77,7 +77,7 @@ PYEOF
     rm -rf "$WORK/cy" && mkdir -p "$WORK/cy"
     # (the directives of setup.py that matter for the generated loops)
     (cd "$ROOT/src" && "$WORK/tools/bin/cython" -3 --fast-fail -X boundscheck=False -X wraparound=False \
-        -X cdivision=True -o "$WORK/cy/" randfeat/*.pyx >"$WORK/cy/cython.log" 2>&1) || {
+        -X cdivision=True -o "$WORK/cy/" randfeat/_ext/*.pyx >"$WORK/cy/cython.log" 2>&1) || {
         cat "$WORK/cy/cython.log"
         return 1
     }
@@ -193,7 +193,7 @@ install_sdist() {
     mkdir -p "$WORK/cwd"
     (cd "$WORK/cwd" && "$WORK/venv-sdist/bin/python" -c "
 import randfeat
-from randfeat._openmp import openmp_enabled
+from randfeat._ext._openmp import openmp_enabled
 randfeat.show_config()
 assert openmp_enabled(), 'the sdist built without OpenMP although this compiler has it'
 ")

@@ -100,8 +100,9 @@ def main(wheel_path):
     for kind, (major, minor) in sorted(glibc_floor.items()):
         print(f"  {kind} libraries need glibc >= {major}.{minor}")
 
-    modules = {pathlib.PurePosixPath(n).name.split(".")[0] for n, _ in extensions}
-    expected = {"randfeat/py.typed"} | {f"randfeat/{m}.pyi" for m in modules}
+    # Each compiled module's stub sits beside it (randfeat/_ext/<name>.pyi).
+    modules = {str(pathlib.PurePosixPath(n).parent / pathlib.PurePosixPath(n).name.split(".")[0]) for n, _ in extensions}
+    expected = {"randfeat/py.typed"} | {f"{m}.pyi" for m in modules}
     missing = sorted(expected - set(names))
     if missing:
         fail(f"missing from the wheel: {missing}")

@@ -13,7 +13,7 @@ from sklearn.base import ClassNamePrefixFeaturesOutMixin
 from sklearn.utils._param_validation import InvalidParameterError, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from . import _binning_fast
+from ._ext import _binning_fast
 from . import _dask
 from ._base import RandomFeatureMap, fit_context
 from ._dask import is_dask_array

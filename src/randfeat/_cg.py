@@ -37,7 +37,7 @@ from typing import NamedTuple
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-from ._cg_fast import add_products, cross_products, n_blocks, scale_rows
+from ._ext._cg_fast import add_products, cross_products, n_blocks, scale_rows
 from ._normal import DualNormalOperator, NormalOperator
 from ._nystrom import DEFAULT_MEMORY_BUDGET
 from ._precond import Preconditioner, make_preconditioner, wants_nystrom

@@ -9,7 +9,7 @@ import sys
 
 import numpy as np
 
-from ._openmp import omp_max_threads, openmp_enabled
+from ._ext._openmp import omp_max_threads, openmp_enabled
 from ._threads import blas_info, effective_n_threads
 from ._version import __version__
 
@@ -25,10 +25,10 @@ _ENV_VARS = ("RANDFEAT_VECTOR_ISA", "OMP_NUM_THREADS", "OMP_PROC_BIND", "OPENBLA
 def _vector_paths():
     paths = {}
     for name in _VECTOR_PATH_MODULES:
-        if importlib.util.find_spec(f"randfeat.{name}") is None:
+        if importlib.util.find_spec(f"randfeat._ext.{name}") is None:
             continue  # not part of this build
         # A module that exists but fails to import is a real error: let it raise.
-        mod = importlib.import_module(f"randfeat.{name}")
+        mod = importlib.import_module(f"randfeat._ext.{name}")
         if hasattr(mod, "vector_isa"):
             paths[name] = mod.vector_isa()
     return paths
@@ -72,7 +72,7 @@ def _randfeat_openmp_library():
     that ``randfeat._openmp`` resolves (its own dependency, e.g. a libgomp
     vendored by auditwheel), as several runtimes may be loaded at once.
     """
-    from . import _openmp
+    from ._ext import _openmp
 
     try:
         func = ctypes.CDLL(_openmp.__file__).omp_get_max_threads

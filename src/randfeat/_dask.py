@@ -198,7 +198,7 @@ def fit_binning(est, X):
     """
     import dask
 
-    from . import _binning_fast
+    from ._ext import _binning_fast
     from ._kernels import KERNELS
     from ._validation import validate_X
 
@@ -246,7 +246,7 @@ def fit_binning(est, X):
 
 def _block_bins(Xb, U, INV, P):
     """Each grid's sorted set of bins occupied by a block's rows (runs on a worker)."""
-    from . import _binning_fast
+    from ._ext import _binning_fast
 
     Xb = np.ascontiguousarray(check_array(Xb, dtype=[np.float64, np.float32], ensure_min_samples=0))
     if Xb.shape[0] == 0:

@@ -8,7 +8,7 @@ with BLAS limited to one thread.
 import numpy as np
 import scipy.sparse as sp
 
-from . import _fourier_fast
+from ._ext import _fourier_fast
 from ._memory import check_memory
 from ._threads import single_threaded_blas, threads_for
 

@@ -42,10 +42,10 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import scipy.sparse as sp
 
-from . import _fourier_fast
+from ._ext import _fourier_fast
 from ._fourier_transform import _gemm_ready
-from ._onehot_fast import block_ranges, local_bins, n_row_blocks, onehot_matmat, onehot_tmatmat, pad_rows, padded_width
-from ._sparse_fast import (
+from ._ext._onehot_fast import block_ranges, local_bins, n_row_blocks, onehot_matmat, onehot_tmatmat, pad_rows, padded_width
+from ._ext._sparse_fast import (
     compact_columns,
     csr_gram_block,
     csr_matmat,

@@ -12,7 +12,7 @@ sketch, say) is reused across alphas and targets.
 
 import numpy as np
 
-from ._cg_fast import finish_apply, n_blocks
+from ._ext._cg_fast import finish_apply, n_blocks
 from ._linops import Capability
 from ._threads import threads_for
 
