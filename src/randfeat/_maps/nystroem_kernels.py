@@ -1,0 +1,309 @@
+"""The kernels ``Nystroem`` takes, and the compiled kernel block between rows and landmarks.
+
+A kernel is resolved once, at fit, into a ``NystroemKernel`` (a canonical
+name and every numeric parameter), with scikit-learn's semantics
+(``Nystroem._get_kernel_params`` and the defaults of
+``sklearn.metrics.pairwise``): explicit ``gamma``/``coef0``/``degree`` override
+``kernel_params``; parameters the kernel does not take are ignored for a
+string kernel and passed on to a callable; ``gamma=None`` means
+1/n_features (1.0 for ``chi2``), ``poly``'s ``degree=None`` 3 and
+``coef0=None`` 1, ``sigmoid``'s ``coef0=None`` 1.
+
+Kernels of scikit-learn (``rbf``, ``laplacian``, ``polynomial``/``poly``,
+``linear``, ``sigmoid``, ``cosine``, ``chi2``, ``additive_chi2``) and of
+randfeat (``cauchy``, ``matern`` with ``kernel_params={'nu': ...}``,
+``skewed_chi2`` with ``kernel_params={'skewedness': ...}``) are computed by
+the compiled block of ``_kernel_approx_fast``; ``precomputed`` reads columns
+of the given kernel; a callable goes through
+``sklearn.metrics.pairwise.pairwise_kernels``.
+"""
+
+from dataclasses import dataclass, field
+from numbers import Real
+from typing import Callable, Optional
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.metrics.pairwise import pairwise_kernels
+from sklearn.utils._param_validation import InvalidParameterError
+
+from .._ext import _kernel_approx_fast as _fast
+
+#: Parameters each string kernel takes (scikit-learn's KERNEL_PARAMS, plus randfeat's kernels).
+KERNEL_PARAMS = {
+    "additive_chi2": (),
+    "chi2": ("gamma",),
+    "cosine": (),
+    "linear": (),
+    "poly": ("gamma", "degree", "coef0"),
+    "polynomial": ("gamma", "degree", "coef0"),
+    "rbf": ("gamma",),
+    "laplacian": ("gamma",),
+    "sigmoid": ("gamma", "coef0"),
+    "cauchy": ("gamma",),
+    "matern": ("gamma", "nu"),
+    "skewed_chi2": ("skewedness",),
+}
+#: Every ``kernel=`` string.
+KERNEL_NAMES = frozenset(KERNEL_PARAMS) | {"precomputed"}
+_NON_NEGATIVE = frozenset({"chi2", "additive_chi2"})
+MATERN_NUS = (0.5, 1.5, 2.5)
+
+
+@dataclass(frozen=True)
+class NystroemKernel:
+    """A resolved kernel: what the compiled block (or a callable) needs.
+
+    Attributes
+    ----------
+    name : str
+        Canonical name (``poly`` becomes ``polynomial``), ``'precomputed'`` or ``'callable'``.
+    gamma, coef0, degree, nu, skewedness : float
+        Numeric parameters (those the kernel does not use are left at neutral values).
+    func : callable or None
+        The user's kernel function.
+    func_params : dict
+        Keyword arguments for ``func`` (``kernel_params``).
+    """
+
+    name: str
+    gamma: float = 1.0
+    coef0: float = 0.0
+    degree: float = 1.0
+    nu: float = 1.5
+    skewedness: float = 1.0
+    func: Optional[Callable] = None
+    func_params: dict = field(default_factory=dict)
+
+
+def _number(name, value, kernel, low=None, low_open=False):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, Real) or not np.isfinite(value):
+        raise InvalidParameterError(f"{name} of the {kernel!r} kernel must be a finite number, got {value!r}")
+    if low is not None and (value < low or (low_open and value == low)):
+        bound = f"> {low}" if low_open else f">= {low}"
+        raise InvalidParameterError(f"{name} of the {kernel!r} kernel must be {bound}, got {value!r}")
+    return float(value)
+
+
+def resolve_kernel(kernel, gamma, coef0, degree, kernel_params, n_features):
+    """Resolve Nystroem's kernel parameters with scikit-learn's rules.
+
+    Parameters
+    ----------
+    kernel : str or callable
+    gamma, coef0, degree : float or None
+    kernel_params : dict or None
+    n_features : int
+
+    Returns
+    -------
+    NystroemKernel
+    """
+    params = dict(kernel_params or {})
+    if callable(kernel) or kernel == "precomputed":
+        if gamma is not None or coef0 is not None or degree is not None:
+            raise ValueError(
+                "Don't pass gamma, coef0 or degree to Nystroem if using a callable or precomputed kernel"
+            )
+        if callable(kernel):
+            return NystroemKernel("callable", func=kernel, func_params=params)
+        return NystroemKernel("precomputed")
+    for name, value in (("gamma", gamma), ("coef0", coef0), ("degree", degree)):
+        if name in KERNEL_PARAMS[kernel] and value is not None:
+            params[name] = value
+    # filter_params: a string kernel ignores parameters it does not take.
+    params = {k: v for k, v in params.items() if k in KERNEL_PARAMS[kernel] and v is not None}
+    name = "polynomial" if kernel == "poly" else kernel
+    out = {}
+    if "gamma" in KERNEL_PARAMS[kernel]:
+        default = 1.0 if kernel == "chi2" else 1.0 / n_features
+        out["gamma"] = _number("gamma", params.get("gamma", default), kernel, low=0.0)
+    if kernel in ("poly", "polynomial", "sigmoid"):
+        out["coef0"] = _number("coef0", params.get("coef0", 1), kernel)
+    if kernel in ("poly", "polynomial"):
+        out["degree"] = _number("degree", params.get("degree", 3), kernel, low=1.0)
+    if kernel == "matern":
+        nu = params.get("nu", 1.5)
+        if isinstance(nu, (bool, np.bool_)) or nu not in MATERN_NUS:
+            raise InvalidParameterError(f"nu of the 'matern' kernel must be one of {MATERN_NUS}, got {nu!r}")
+        out["nu"] = float(nu)
+    if kernel == "skewed_chi2":
+        out["skewedness"] = _number("skewedness", params.get("skewedness", 1.0), kernel)
+    return NystroemKernel(name, **out)
+
+
+def check_kernel_input(kernel, X, what="X"):
+    """Raise for values the kernel is not defined on: negative (χ² kernels), ≤ −c (skewed χ²).
+
+    Parameters
+    ----------
+    kernel : NystroemKernel
+    X : ndarray or CSR matrix, validated
+    what : str
+    """
+    values = X.data if sp.issparse(X) else X
+    if kernel.name in _NON_NEGATIVE and (values < 0).any():
+        raise ValueError(f"{what} contains negative values.")
+    if kernel.name == "skewed_chi2":
+        c = kernel.skewedness
+        implicit = sp.issparse(X) and X.data.shape[0] < X.shape[0] * X.shape[1]
+        if (values <= -c).any() or (implicit and 0.0 <= -c):
+            raise ValueError(f"{what} may not contain entries smaller than -skewedness (the skewed_chi2 kernel).")
+
+
+@dataclass(frozen=True)
+class Landmarks:
+    """Landmarks prepared for the compiled block, in one dtype.
+
+    Attributes
+    ----------
+    L : ndarray or CSR matrix of shape (m, d)
+        The landmarks (dense for the compiled kernels; as given for a callable).
+    Lt_dense : ndarray of shape (d, m) or None
+        Lᵀ for sparse rows' dot products.
+    Lp, Lp2 : ndarray
+        Lᵀ packed (``pack_panels``); for skewed_chi2, (L + c)ᵀ and sqrt(L + c)ᵀ.
+    lvec : ndarray of shape (m,) or (0,)
+        Squared norms (rbf) or inverse norms (cosine) of the landmarks.
+    """
+
+    L: object
+    Lt_dense: Optional[np.ndarray]
+    Lp: np.ndarray
+    Lp2: np.ndarray
+    lvec: np.ndarray
+
+
+def prepare_landmarks(kernel, L, dtype):
+    """Pack the landmarks (rows of the training data) for ``kernel_block`` / ``nystroem_features``.
+
+    Parameters
+    ----------
+    kernel : NystroemKernel
+    L : ndarray or CSR matrix of shape (m, d)
+    dtype : float32 or float64
+
+    Returns
+    -------
+    Landmarks
+    """
+    dtype = np.dtype(dtype)
+    empty3 = np.zeros((0, 0, 0), dtype=dtype)
+    empty1 = np.zeros(0, dtype=dtype)
+    if kernel.name in ("callable", "precomputed"):
+        return Landmarks(L, None, empty3, empty3, empty1)
+    Ld = (L.toarray() if sp.issparse(L) else np.asarray(L)).astype(dtype, copy=False)
+    lvec = empty1
+    if kernel.name in ("rbf", "cosine"):
+        sq = np.einsum("ij,ij->i", Ld.astype(np.float64), Ld.astype(np.float64))
+        if kernel.name == "cosine":
+            norms = np.sqrt(sq)
+            sq = np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0)
+        lvec = sq.astype(dtype)
+    if kernel.name == "skewed_chi2":
+        a = Ld.astype(np.float64) + kernel.skewedness
+        Lp = _fast.pack_panels(np.ascontiguousarray(a.T.astype(dtype)))
+        Lp2 = _fast.pack_panels(np.ascontiguousarray(np.sqrt(a).T.astype(dtype)))
+    else:
+        Lp, Lp2 = _fast.pack_panels(np.ascontiguousarray(Ld.T)), empty3
+    return Landmarks(Ld, np.ascontiguousarray(Ld.T), Lp, Lp2, lvec)
+
+
+# Rows of a sparse X densified (or multiplied) at a time: a few MB.
+_SPARSE_CHUNK_BYTES = 8 << 20
+
+
+def _rows_call(kernel, lm, X, Np, out, n_threads, index=None):
+    """out <- block (· Nᵀ) for the rows of X (dense, or CSR handled in chunks)."""
+    dtype = out.dtype
+    empty1 = np.zeros(0, dtype=dtype)
+    kw = dict(gamma=kernel.gamma, coef0=kernel.coef0, degree=kernel.degree, nu=kernel.nu, c=kernel.skewedness)
+    if kernel.name in ("callable", "precomputed"):
+        if kernel.name == "precomputed":
+            block = X[:, index]
+            block = block.toarray() if sp.issparse(block) else block
+        else:
+            block = pairwise_kernels(X, lm.L, metric=kernel.func, filter_params=True, **kernel.func_params)
+        block = np.ascontiguousarray(block, dtype=dtype)
+        m = block.shape[1]
+        _fast.nystroem_rows(block, lm.Lp, lm.Lp2, empty1, empty1, Np, out, "given", m, n_threads=n_threads)
+        return
+    m = lm.L.shape[0]
+    if not sp.issparse(X):
+        _fast.nystroem_rows(X, lm.Lp, lm.Lp2, lm.lvec, empty1, Np, out, kernel.name, m, n_threads=n_threads, **kw)
+        return
+    step = max(1, _SPARSE_CHUNK_BYTES // (max(m, X.shape[1]) * dtype.itemsize))
+    for s in range(0, X.shape[0], step):
+        Xc = X[s : s + step]
+        if kernel.name in _fast.FROM_DOTS:
+            # Dot products by scipy (each row from its own entries), then the compiled map and product.
+            dots = np.ascontiguousarray(Xc @ lm.Lt_dense, dtype=dtype)
+            xvec = empty1
+            if kernel.name in ("rbf", "cosine"):
+                rows = np.repeat(np.arange(Xc.shape[0]), np.diff(Xc.indptr))
+                sq = np.bincount(rows, weights=Xc.data.astype(np.float64) ** 2, minlength=Xc.shape[0])
+                if kernel.name == "cosine":
+                    norms = np.sqrt(sq)
+                    sq = np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0)
+                xvec = sq.astype(dtype)
+            _fast.nystroem_rows(dots, lm.Lp, lm.Lp2, lm.lvec, xvec, Np, out[s : s + step], kernel.name, m,
+                                have_dots=True, n_threads=n_threads, **kw)
+        else:
+            _fast.nystroem_rows(Xc.toarray(), lm.Lp, lm.Lp2, lm.lvec, empty1, Np, out[s : s + step], kernel.name,
+                                m, n_threads=n_threads, **kw)
+
+
+def _dense_rows(X):
+    """A dense X the compiled block can read (one unit stride), else a C copy."""
+    if sp.issparse(X):
+        return X
+    if X.strides[1] == X.itemsize or X.strides[0] == X.itemsize:
+        return X
+    return np.ascontiguousarray(X)
+
+
+def kernel_block(kernel, X, lm, n_threads, index=None):
+    """K[i, j] = k(X[i], L[j]) in X's dtype (no normalisation).
+
+    Parameters
+    ----------
+    kernel : NystroemKernel
+    X : ndarray or CSR matrix of shape (n, d), validated
+    lm : Landmarks
+    n_threads : int
+    index : ndarray of int or None
+        ``precomputed``: the landmarks' columns of X.
+
+    Returns
+    -------
+    K : ndarray of shape (n, m), X's dtype
+    """
+    m = len(index) if kernel.name == "precomputed" else lm.L.shape[0]
+    out = np.empty((X.shape[0], m), dtype=X.dtype)
+    _rows_call(kernel, lm, _dense_rows(X), np.zeros((0, 0, 0), dtype=X.dtype), out, n_threads, index)
+    return out
+
+
+def nystroem_features(kernel, X, lm, normalization_packed, n_out, n_threads, index=None):
+    """Z = K(X, L) · Nᵀ in X's dtype, the block never held whole.
+
+    Parameters
+    ----------
+    kernel : NystroemKernel
+    X : ndarray or CSR matrix of shape (n, d), validated
+    lm : Landmarks
+    normalization_packed : ndarray
+        ``pack_panels(N.T)`` in X's dtype.
+    n_out : int
+        Number of landmarks (output width).
+    n_threads : int
+    index : ndarray of int or None
+        ``precomputed``: the landmarks' columns of X.
+
+    Returns
+    -------
+    Z : ndarray of shape (n, n_out), X's dtype, C order
+    """
+    out = np.empty((X.shape[0], n_out), dtype=X.dtype)
+    _rows_call(kernel, lm, _dense_rows(X), normalization_packed, out, n_threads, index)
+    return out
