@@ -9,9 +9,9 @@ import sys
 
 import numpy as np
 
-from ._ext._openmp import omp_max_threads, openmp_enabled
-from ._threads import blas_info, effective_n_threads
-from ._version import __version__
+from .._ext._openmp import omp_max_threads, openmp_enabled
+from .threads import blas_info, effective_n_threads
+from .._version import __version__
 
 # Compiled modules that report the vector code path they dispatched to, as a
 # function ``vector_isa() -> str``.  A module listed here but not built yet is
@@ -72,7 +72,7 @@ def _randfeat_openmp_library():
     that ``randfeat._openmp`` resolves (its own dependency, e.g. a libgomp
     vendored by auditwheel), as several runtimes may be loaded at once.
     """
-    from ._ext import _openmp
+    from .._ext import _openmp
 
     try:
         func = ctypes.CDLL(_openmp.__file__).omp_get_max_threads
