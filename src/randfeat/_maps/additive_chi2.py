@@ -14,7 +14,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._ext import _kernel_approx_fast as _fast
-from .._memory import check_memory
+from .._core.memory import check_memory
 
 #: scikit-learn's default intervals (Vedaldi & Zisserman, figure 2 c).
 DEFAULT_INTERVALS = {1: 0.8, 2: 0.5, 3: 0.4}

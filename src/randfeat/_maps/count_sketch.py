@@ -24,7 +24,7 @@ import scipy.fft
 import scipy.sparse as sp
 
 from .._ext import _kernel_approx_fast as _fast
-from .._memory import check_memory
+from .._core.memory import check_memory
 from .sklearn_compat import draw_integers, draw_rng
 
 # A row is summed directly when its q^p terms cost less than its p + 1

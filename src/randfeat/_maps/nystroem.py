@@ -21,7 +21,7 @@ import scipy.linalg
 import scipy.sparse as sp
 from sklearn.utils._param_validation import InvalidParameterError
 
-from .._threads import single_threaded_blas
+from .._core.threads import single_threaded_blas
 from .sklearn_compat import draw_rng
 
 

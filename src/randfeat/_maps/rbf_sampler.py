@@ -9,7 +9,7 @@ cosine in place while the tile is in cache).
 
 import numpy as np
 
-from .._fourier_transform import fourier_features
+from .fourier_transform import fourier_features
 from .sklearn_compat import draw_rng
 
 

@@ -11,7 +11,7 @@ cos(XW + b) kernel after one elementwise log.
 import numpy as np
 import scipy.sparse as sp
 
-from .._fourier_transform import fourier_features
+from .fourier_transform import fourier_features
 from .sklearn_compat import draw_rng
 
 _BELOW = "X may not contain entries smaller than -skewedness."
