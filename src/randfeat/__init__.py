@@ -15,12 +15,20 @@ from ._estimators.classifier import RidgeClassifier  # noqa: E402
 from ._estimators.classifier_cv import RidgeClassifierCV  # noqa: E402
 from ._estimators.ridge import Ridge  # noqa: E402
 from ._estimators.ridge_cv import RidgeCV  # noqa: E402
+from ._maps.additive_chi2 import AdditiveChi2Sampler  # noqa: E402
 from ._maps.binning import RandomBinningFeatures  # noqa: E402
+from ._maps.count_sketch import PolynomialCountSketch  # noqa: E402
 from ._maps.fourier import RandomFourierFeatures  # noqa: E402
 from ._maps.kernels import kernel_matrix  # noqa: E402
+from ._maps.nystroem import Nystroem  # noqa: E402
+from ._maps.rbf_sampler import RBFSampler  # noqa: E402
+from ._maps.skewed_chi2 import SkewedChi2Sampler  # noqa: E402
 from ._version import __version__  # noqa: E402
 
 __all__ = [
+    "AdditiveChi2Sampler",
+    "Nystroem",
+    "PolynomialCountSketch",
     "RandomBinningFeatures",
     "RandomFourierFeatures",
     "__version__",
@@ -31,5 +39,7 @@ __all__ = [
     "RidgeClassifier",
     "RidgeClassifierCV",
     "RidgeCV",
+    "RBFSampler",
+    "SkewedChi2Sampler",
     "show_config",
 ]

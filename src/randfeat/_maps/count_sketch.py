@@ -17,14 +17,19 @@ row does not depend on the batch it is in, so a row's features do not
 depend on the other rows or on the thread count.
 """
 
+import dataclasses
 import math
+from numbers import Integral, Real
 
 import numpy as np
 import scipy.fft
 import scipy.sparse as sp
 
-from .._ext import _kernel_approx_fast as _fast
 from .._core.memory import check_memory
+from .._core.protocols import MapCapability
+from .._core.validation import N_JOBS, Interval
+from .._ext import _kernel_approx_fast as _fast
+from .contract import FeatureMap, MapState
 from .sklearn_compat import draw_integers, draw_rng
 
 # A row is summed directly when its q^p terms cost less than its p + 1
@@ -162,3 +167,164 @@ def _fft_product(buf, D, n_threads):
     for level in range(1, buf.shape[1]):
         prod *= spectra[:, level]
     return scipy.fft.irfft(prod, n=D, axis=1, workers=n_threads)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class CountSketchState(MapState):
+    """The fitted parameters of a ``PolynomialCountSketch``.
+
+    Attributes
+    ----------
+    n_features_out : int
+        D.
+    index_hash : ndarray of shape (degree, n_features_in (+1)), int64 in [0, D)
+    bit_hash : ndarray of shape (degree, n_features_in (+1)), int64 in {-1, +1}
+    gamma, coef0 : float
+        The kernel's parameters (the extra hashed column is coef0's when coef0 ≠ 0).
+    """
+
+    index_hash: np.ndarray
+    bit_hash: np.ndarray
+    gamma: float
+    coef0: float
+
+    def check(self):
+        """Raise ValueError unless the hashes are int64 of one shape, in range (the kernel indexes with them)."""
+        super().check()
+        h, s = self.index_hash, self.bit_hash
+        if not (isinstance(h, np.ndarray) and isinstance(s, np.ndarray) and h.ndim == 2 and h.shape == s.shape
+                and h.dtype == np.int64 and s.dtype == np.int64 and h.shape[0] >= 1):
+            raise ValueError("indexHash_ and bitHash_ must be int64 arrays of one shape (degree, n_features)")
+        if h.size and (h.min() < 0 or h.max() >= self.n_features_out):
+            raise ValueError(f"indexHash_ must hold indices in [0, {self.n_features_out})")
+        if not np.isin(s, (-1, 1)).all():
+            raise ValueError("bitHash_ must hold -1 and +1 only")
+        if not (np.isfinite(self.gamma) and self.gamma >= 0 and np.isfinite(self.coef0) and self.coef0 >= 0):
+            raise ValueError("gamma and coef0 must be finite and non-negative")
+
+
+class PolynomialCountSketch(FeatureMap):
+    """Polynomial kernel approximation via Tensor Sketch (scikit-learn's PolynomialCountSketch).
+
+    A drop-in for ``sklearn.kernel_approximation.PolynomialCountSketch``:
+    the same parameters, defaults and fitted attributes, and for the same
+    ``random_state`` the same hashes, so the features equal scikit-learn's
+    to rounding.  The TensorSketch (Pham & Pagh, 2013) z(x) of
+    x' = [√γ x, √c₀] satisfies E[⟨z(x), z(y)⟩] = (γ⟨x, y⟩ + c₀)^degree
+    (``randfeat.kernel_matrix(..., kernel='polynomial')``).  It is the
+    circular convolution of ``degree`` count sketches of x': a row with q
+    nonzeros is summed directly over its q^degree terms when that is cheaper
+    than the FFT product scikit-learn computes for every row, otherwise by
+    rfft/irfft (compiled, threaded, sparse input never densified).  Unlike
+    scikit-learn, which returns float64, float32 input gives float32
+    features; the output is bit-identical for any ``n_jobs``.
+
+    Parameters
+    ----------
+    gamma : float, default=1.0
+        Parameter of the polynomial kernel (γ⟨x, y⟩ + c₀)^degree.
+    degree : int, default=2
+        Degree of the polynomial kernel.
+    coef0 : float, default=0
+        Constant term c₀ of the polynomial kernel; must be ≥ 0 (its square
+        root is a feature: scikit-learn returns NaN features for c₀ < 0).
+    n_components : int, default=100
+        Output width D.
+    random_state : int, RandomState instance, Generator or None, default=None
+        Seeds the hashes (as in scikit-learn).
+    n_jobs : int or None, default=None
+        Threads for ``transform`` (randfeat's addition).  None or -1: all
+        available cores.  The output is bit-identical whatever ``n_jobs`` is.
+
+    Attributes
+    ----------
+    indexHash_ : ndarray of shape (degree, n_features_in_ (+1)), dtype=int64
+        The count sketches' hash functions, values in [0, n_components); one
+        column more when coef0 ≠ 0.
+    bitHash_ : ndarray of shape (degree, n_features_in_ (+1)), dtype=int64
+        Their signs, in {+1, −1}.
+    n_features_in_ : int
+        Number of features seen during fit.
+    feature_names_in_ : ndarray of str
+        Names of features seen during fit, when X had string column names.
+
+    See Also
+    --------
+    sklearn.kernel_approximation.PolynomialCountSketch : the scikit-learn class this replaces.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from randfeat import PolynomialCountSketch
+    >>> X = np.random.default_rng(0).normal(size=(4, 3))
+    >>> PolynomialCountSketch(degree=3, n_components=50, random_state=1).fit_transform(X).shape
+    (4, 50)
+    """
+
+    capabilities = frozenset({MapCapability.ROW_INDEPENDENT, MapCapability.GAMMA_PATH})
+    _parameter_constraints: dict = {
+        "gamma": [Interval(Real, 0, None, closed="left")],
+        "degree": [Interval(Integral, 1, None, closed="left")],
+        "coef0": [Interval(Real, 0, None, closed="left")],
+        "n_components": [Interval(Integral, 1, None, closed="left")],
+        "random_state": ["random_state", np.random.Generator],
+        "n_jobs": N_JOBS,
+    }
+
+    def __init__(self, *, gamma=1.0, degree=2, coef0=0, n_components=100, random_state=None, n_jobs=None):
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
+        self.n_components = n_components
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+
+    def _explain_invalid(self, name, value):
+        if name == "coef0" and isinstance(value, Real) and value < 0:
+            return ("The tensor sketch hashes sqrt(coef0) as a feature, so coef0 must be >= 0 "
+                    "(scikit-learn's features are NaN for a negative coef0).")
+        return super()._explain_invalid(name, value)
+
+    @property
+    def indexHash_(self):  # noqa: N802 - scikit-learn's name
+        """ndarray of shape (degree, n_features_in_ (+1)): the hash functions."""
+        return self._fitted_state().index_hash
+
+    @property
+    def bitHash_(self):  # noqa: N802 - scikit-learn's name
+        """ndarray of shape (degree, n_features_in_ (+1)): the signs."""
+        return self._fitted_state().bit_hash
+
+    def _draw(self, summary):
+        """scikit-learn's hashes and signs."""
+        return self._draw_path(summary, [self.gamma])[0]
+
+    def _draw_path(self, summary, gammas):
+        """One draw of the hashes, one state per gamma (gamma scales x, not the hashes)."""
+        h, s = draw_count_sketch(self.random_state, summary.n_features, self.n_components, self.degree, self.coef0)
+        return [CountSketchState(n_features_out=int(self.n_components), index_hash=h, bit_hash=s, gamma=float(g),
+                                 coef0=float(self.coef0)) for g in gammas]
+
+    def _transform_rows(self, state, X, n_threads):
+        """The tensor sketch of each row."""
+        if state.index_hash.shape[1] != X.shape[1] + (1 if state.coef0 != 0 else 0):
+            raise ValueError("Number of features of test samples does not match that of training samples.")
+        Z = count_sketch_features(X, state.index_hash, state.bit_hash, state.n_features_out, state.gamma,
+                                  state.coef0, n_threads)
+        _check_no_overflow(X, Z, state)
+        return Z
+
+
+def _check_no_overflow(X, Z, state):
+    """Raise if a feature overflowed; |z| <= (Σ|x'|)^degree, so only near the float range is Z read."""
+    values = X.data if sp.issparse(X) else X
+    top = 0.0 if values.size == 0 else max(float(values.max()), -float(values.min()))
+    x_sum = X.shape[1] * top * math.sqrt(state.gamma) + math.sqrt(state.coef0)
+    degree = state.index_hash.shape[0]
+    limit = float(np.finfo(Z.dtype).max) / 4
+    if x_sum == 0 or degree * math.log(x_sum) < math.log(limit) or np.isfinite(Z).all():
+        return
+    raise ValueError(
+        f"The degree-{degree} tensor sketch overflows {Z.dtype} (X has values up to {top:.3g}), so the "
+        f"features would be infinite. Rescale X (e.g. sklearn.preprocessing.StandardScaler) or use a smaller gamma."
+    )

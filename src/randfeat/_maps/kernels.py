@@ -37,6 +37,7 @@ from scipy import special, stats
 from sklearn.utils._param_validation import InvalidParameterError, Options, StrOptions, validate_params
 
 from .._core.validation import Interval, check_array_for_kernel
+from .exact import EXACT_KERNELS
 
 MATERN_NUS = (0.5, 1.5, 2.5)
 
@@ -290,17 +291,24 @@ def _int32_indices(X):
     )
 
 
+#: kernel_matrix's kernels: the shift-invariant ones above and the exact kernels of ``exact``.
+KERNEL_MATRIX_NAMES = StrOptions(set(KERNELS) | set(EXACT_KERNELS))
+
+
 @validate_params(
     {
         "X": ["array-like", "sparse matrix"],
         "Y": ["array-like", "sparse matrix", None],
-        "kernel": [KERNEL_NAMES],
+        "kernel": [KERNEL_MATRIX_NAMES],
         "gamma": GAMMA,
         "nu": NU,
+        "degree": [Interval(Real, 1, None, closed="left")],
+        "coef0": [Interval(Real, None, None, closed="neither")],
+        "skewedness": [Interval(Real, None, None, closed="neither")],
     },
     prefer_skip_nested_validation=True,
 )
-def kernel_matrix(X, Y=None, *, kernel="rbf", gamma=1.0, nu=1.5):
+def kernel_matrix(X, Y=None, *, kernel="rbf", gamma=1.0, nu=1.5, degree=2, coef0=0.0, skewedness=1.0):
     """Exact kernel matrix that randfeat's features approximate.
 
     Parameters
@@ -311,12 +319,31 @@ def kernel_matrix(X, Y=None, *, kernel="rbf", gamma=1.0, nu=1.5):
         index dtype.
     Y : array-like or sparse matrix of shape (n_samples_Y, n_features), default=None
         None means ``Y = X``.
-    kernel : {'rbf', 'laplacian', 'cauchy', 'matern'}, default='rbf'
+    kernel : {'rbf', 'laplacian', 'cauchy', 'matern', 'polynomial', 'chi2', 'additive_chi2', 'skewed_chi2'}, \
+            default='rbf'
+        The shift-invariant kernels of ``RandomFourierFeatures`` and
+        ``RandomBinningFeatures``, and the kernels of the scikit-learn-compatible
+        maps: ``polynomial`` (γ⟨x, y⟩ + coef0)^degree (``PolynomialCountSketch``),
+        ``chi2`` exp(−γ Σⱼ (xⱼ − yⱼ)²/(xⱼ + yⱼ)) and scikit-learn's
+        ``additive_chi2`` −Σⱼ (xⱼ − yⱼ)²/(xⱼ + yⱼ) (non-negative data; a term
+        with xⱼ + yⱼ = 0 counts 0), ``skewed_chi2``
+        Πⱼ 2√((xⱼ + c)(yⱼ + c))/(xⱼ + yⱼ + 2c) with c = ``skewedness``
+        (``SkewedChi2Sampler``; data above −c).  ``AdditiveChi2Sampler``
+        approximates Σⱼ 2xⱼyⱼ/(xⱼ + yⱼ) = ½Σⱼ(xⱼ + yⱼ) + ½·``additive_chi2``.
     gamma : float, default=1.0
         Kernel parameter as in ``sklearn.metrics.pairwise`` (for ``matern``,
-        the length scale is ``1/sqrt(2*gamma)``).
+        the length scale is ``1/sqrt(2*gamma)``); ignored by ``additive_chi2``
+        and ``skewed_chi2``.
     nu : {0.5, 1.5, 2.5}, default=1.5
         Matérn smoothness; ignored by the other kernels.
+    degree : float, default=2
+        Degree of ``polynomial`` (``PolynomialCountSketch``'s default;
+        ``sklearn.metrics.pairwise.polynomial_kernel`` defaults to 3).
+    coef0 : float, default=0.0
+        Constant term of ``polynomial`` (``PolynomialCountSketch``'s default;
+        scikit-learn's ``polynomial_kernel`` defaults to 1).
+    skewedness : float, default=1.0
+        c of ``skewed_chi2``.
 
     Returns
     -------
@@ -330,11 +357,15 @@ def kernel_matrix(X, Y=None, *, kernel="rbf", gamma=1.0, nu=1.5):
     >>> kernel_matrix(np.zeros((1, 2)), np.ones((1, 2)), kernel="laplacian", gamma=0.5)
     array([[0.36787944]])
     """
-    spec = KERNELS[kernel]
     X = check_array_for_kernel(X, "X")
     Y = X if Y is None else check_array_for_kernel(Y, "Y")
     if X.shape[1] != Y.shape[1]:
         raise ValueError(f"X has {X.shape[1]} features but Y has {Y.shape[1]}")
+    if kernel in EXACT_KERNELS:
+        func, names = EXACT_KERNELS[kernel]
+        values = {"gamma": float(gamma), "degree": degree, "coef0": float(coef0), "skewedness": float(skewedness)}
+        return np.asarray(func(X, Y, **{name: values[name] for name in names}), dtype=np.float64)
+    spec = KERNELS[kernel]
     if kernel == "laplacian":
         X = _int32_indices(X) if sp.issparse(X) else X
         Y = _int32_indices(Y) if sp.issparse(Y) else Y
