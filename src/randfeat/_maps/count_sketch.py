@@ -164,9 +164,10 @@ def _fft_product(buf, D, n_threads):
     """irfft(Π_l rfft(C_l)) of each row's count sketches buf[i] (degree × D)."""
     spectra = scipy.fft.rfft(buf, axis=2, workers=n_threads)
     prod = spectra[:, 0]
-    for level in range(1, buf.shape[1]):
-        prod *= spectra[:, level]
-    return scipy.fft.irfft(prod, n=D, axis=1, workers=n_threads)
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is reported by _check_no_overflow
+        for level in range(1, buf.shape[1]):
+            prod *= spectra[:, level]
+        return scipy.fft.irfft(prod, n=D, axis=1, workers=n_threads)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)

@@ -333,3 +333,9 @@ class Nystroem(FeatureMap):
         lm = prepare_landmarks(kernel, state.components, X.dtype)
         Np = pack_panels(np.ascontiguousarray(state.normalization.T, dtype=X.dtype))
         return nystroem_features(kernel, X, lm, Np, m, n_threads, index=state.component_indices)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        # The χ² kernels are defined on non-negative data (skewed χ²: above -c).
+        tags.input_tags.positive_only = self.kernel in ("chi2", "additive_chi2")
+        return tags

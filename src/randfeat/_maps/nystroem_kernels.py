@@ -143,7 +143,8 @@ def check_kernel_input(kernel, X, what="X"):
     """
     values = X.data if sp.issparse(X) else X
     if kernel.name in _NON_NEGATIVE and (values < 0).any():
-        raise ValueError(f"{what} contains negative values.")
+        raise ValueError(f"Negative values in data passed to Nystroem (input {what}): the {kernel.name!r} kernel "
+                         f"is defined on non-negative data.")
     if kernel.name == "skewed_chi2":
         c = kernel.skewedness
         implicit = sp.issparse(X) and X.data.shape[0] < X.shape[0] * X.shape[1]
