@@ -20,6 +20,7 @@ from sklearn.utils.validation import _check_feature_names_in, check_is_fitted
 
 from .._core.memory import check_memory
 from .._core.protocols import MapCapability
+from .._core.threads import threads_for
 from .._core.validation import N_JOBS, Interval
 from .._ext import _kernel_approx_fast as _fast
 from .contract import FeatureMap, MapState
@@ -72,6 +73,8 @@ def additive_chi2_features(X, sample_steps, sample_interval, n_threads):
     nb = 2 * sample_steps - 1
     width = nb * d
     dtype = X.dtype
+    # Each output value costs about what a Fourier feature does (a log, a sin/cos pair per step).
+    n_threads = threads_for("fourier_output", n * width if not sp.issparse(X) else nb * X.nnz, n_threads)
     if not sp.issparse(X):
         check_memory(
             n * width * dtype.itemsize,

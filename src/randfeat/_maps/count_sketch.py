@@ -27,6 +27,7 @@ import scipy.sparse as sp
 
 from .._core.memory import check_memory
 from .._core.protocols import MapCapability
+from .._core.threads import threads_for
 from .._core.validation import N_JOBS, Interval
 from .._ext import _kernel_approx_fast as _fast
 from .contract import FeatureMap, MapState
@@ -129,6 +130,7 @@ def count_sketch_features(X, index_hash, bit_hash, n_components, gamma, coef0, n
     q = _row_nonzeros(X, has_coef0)
     direct = _direct_rows(q, degree, direct_limit(degree, D))
     args = (hashes, signs, float(np.sqrt(gamma)), float(np.sqrt(coef0)))
+    n_threads = threads_for("fourier_output", n * D, n_threads)  # the rows' zeroing and writing dominate
     if direct.all():  # the common case: one call, no FFT buffer
         _sketch(X, args, out, np.empty((0, degree, D), dtype=dtype), np.full(n, -1, np.int64), n_threads)
         return out

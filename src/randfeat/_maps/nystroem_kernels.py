@@ -27,6 +27,7 @@ import scipy.sparse as sp
 from sklearn.metrics.pairwise import pairwise_kernels
 from sklearn.utils._param_validation import InvalidParameterError
 
+from .._core.threads import threads_for
 from .._ext import _kernel_approx_fast as _fast
 
 #: Parameters each string kernel takes (scikit-learn's KERNEL_PARAMS, plus randfeat's kernels).
@@ -218,6 +219,9 @@ def _rows_call(kernel, lm, X, Np, out, n_threads, index=None):
     """out <- block (· Nᵀ) for the rows of X (dense, or CSR handled in chunks)."""
     dtype = out.dtype
     empty1 = np.zeros(0, dtype=dtype)
+    # Multiply-adds: the block (d per entry) and the product with N (m per output).
+    work = X.shape[0] * out.shape[1] * (X.shape[1] + (Np.shape[1] if Np.shape[0] else 0))
+    n_threads = threads_for("thin_product_flops", work, n_threads)
     kw = dict(gamma=kernel.gamma, coef0=kernel.coef0, degree=kernel.degree, nu=kernel.nu, c=kernel.skewedness)
     if kernel.name in ("callable", "precomputed"):
         if kernel.name == "precomputed":
