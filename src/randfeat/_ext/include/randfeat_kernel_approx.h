@@ -152,6 +152,7 @@ typedef struct {
     int64_t ld_out;
     int64_t rt;         /* rows per sub-tile */
     double c;           /* skewed_chi2: the skewedness */
+    int64_t prod_rt;    /* rows per pass of the product over the panels of Nᵀ */
 } rf_ka_nys;
 
 /* Scratch values one thread needs for a sub-tile of rt rows (in the dtype):
@@ -306,98 +307,6 @@ RF_KA_MAP(f32, float)
 RF_KA_PAIRS(f64, double, RF_XW_JB_F64)
 RF_KA_PAIRS(f32, float, RF_XW_JB_F32)
 
-/* ------------------------------------------------ the product with Nᵀ
- * out[r, j] = sum_k A[r, k] Bp[j][k] for the nr rows of A (row stride lda)
- * and the packed panels of B (kd × JB each, zero past m_out), as
- * rf_rows_packed computes it (every element one accumulator adding the k
- * terms in order, full RB × JB blocks, the last row repeated), but k-blocked:
- * RF_KA_KC terms at a time, the partial sums stored in out and reloaded
- * exactly (the same bits as one pass), so a block of the panel
- * (RF_KA_KC × JB values) and of the rows stay in L1 while the rows pass. */
-#define RF_KA_KC 256
-#if RF_XW_VECTORS
-#define RF_KA_GEMM_BLOCK(SUFFIX, VAL, JB)                                                           \
-    RF_INLINE void rf_ka_gemm_block_##SUFFIX(const VAL *const *x, int64_t k0, int64_t k1,           \
-                                             const VAL *RF_RESTRICT W, VAL *RF_RESTRICT out,        \
-                                             int64_t ld_out, int64_t nr, int64_t nc, int first)      \
-    {                                                                                               \
-        rf_v##SUFFIX acc0[RF_XW_RB], acc1[RF_XW_RB];                                                \
-        VAL tmp[JB];                                                                                \
-        for (int r = 0; r < RF_XW_RB; ++r) {                                                        \
-            if (first) {                                                                            \
-                acc0[r] = acc1[r] = (rf_v##SUFFIX){0};                                              \
-            } else {                                                                                \
-                const VAL *o = out + (r < nr ? r : nr - 1) * ld_out;                                \
-                for (int j = 0; j < JB; ++j) tmp[j] = j < nc ? o[j] : 0;                            \
-                memcpy(&acc0[r], tmp, sizeof acc0[r]);                                              \
-                memcpy(&acc1[r], tmp + JB / 2, sizeof acc1[r]);                                     \
-            }                                                                                       \
-        }                                                                                           \
-        for (int64_t k = k0; k < k1; ++k) {                                                         \
-            rf_v##SUFFIX w0, w1;                                                                    \
-            memcpy(&w0, W + k * JB, sizeof w0);                                                     \
-            memcpy(&w1, W + k * JB + JB / 2, sizeof w1);                                            \
-            for (int r = 0; r < RF_XW_RB; ++r) {                                                    \
-                const VAL xv = x[r][k];                                                             \
-                acc0[r] += xv * w0;                                                                 \
-                acc1[r] += xv * w1;                                                                 \
-            }                                                                                       \
-        }                                                                                           \
-        for (int64_t r = 0; r < nr; ++r) {                                                          \
-            memcpy(tmp, &acc0[r], sizeof acc0[r]);                                                  \
-            memcpy(tmp + JB / 2, &acc1[r], sizeof acc1[r]);                                         \
-            if (nc == JB) memcpy(out + r * ld_out, tmp, sizeof tmp);                                \
-            else for (int64_t j = 0; j < nc; ++j) out[r * ld_out + j] = tmp[j];                     \
-        }                                                                                           \
-    }
-#else
-#define RF_KA_GEMM_BLOCK(SUFFIX, VAL, JB)                                                           \
-    RF_INLINE void rf_ka_gemm_block_##SUFFIX(const VAL *const *x, int64_t k0, int64_t k1,           \
-                                             const VAL *RF_RESTRICT W, VAL *RF_RESTRICT out,        \
-                                             int64_t ld_out, int64_t nr, int64_t nc, int first)      \
-    {                                                                                               \
-        VAL acc[RF_XW_RB][JB];                                                                      \
-        for (int r = 0; r < RF_XW_RB; ++r)                                                          \
-            for (int j = 0; j < JB; ++j)                                                            \
-                acc[r][j] = first || j >= nc ? 0 : out[(r < nr ? r : nr - 1) * ld_out + j];         \
-        for (int64_t k = k0; k < k1; ++k) {                                                         \
-            const VAL *RF_RESTRICT w = W + k * JB;                                                  \
-            for (int r = 0; r < RF_XW_RB; ++r) {                                                    \
-                const VAL xv = x[r][k];                                                             \
-                for (int j = 0; j < JB; ++j) acc[r][j] += xv * w[j];                                \
-            }                                                                                       \
-        }                                                                                           \
-        for (int64_t r = 0; r < nr; ++r)                                                            \
-            for (int64_t j = 0; j < nc; ++j) out[r * ld_out + j] = acc[r][j];                       \
-    }
-#endif
-
-/* out (nr × m_out) = A (nr × kd, rows at A + r * lda, unit stride) · B (packed). */
-#define RF_KA_GEMM(SUFFIX, VAL, JB)                                                                 \
-    RF_KA_GEMM_BLOCK(SUFFIX, VAL, JB)                                                               \
-    RF_INLINE void rf_ka_gemm_##SUFFIX(const VAL *A, int64_t lda, int64_t kd, const VAL *Bp,        \
-                                       int64_t m_out, VAL *out, int64_t ld_out, int64_t nr)         \
-    {                                                                                               \
-        const VAL *x[RF_XW_RB];                                                                     \
-        const int64_t n_panels = (m_out + JB - 1) / JB;                                             \
-        for (int64_t k0 = 0; k0 < kd; k0 += RF_KA_KC) {                                             \
-            const int64_t k1 = kd - k0 < RF_KA_KC ? kd : k0 + RF_KA_KC;                             \
-            for (int64_t p = 0; p < n_panels; ++p) {                                                \
-                const int64_t j0 = p * JB, nc = m_out - j0 < JB ? m_out - j0 : JB;                  \
-                const VAL *W = Bp + p * kd * JB;                                                    \
-                for (int64_t i = 0; i < nr; i += RF_XW_RB) {                                        \
-                    const int64_t nb = nr - i < RF_XW_RB ? nr - i : RF_XW_RB;                       \
-                    for (int r = 0; r < RF_XW_RB; ++r) x[r] = A + (i + (r < nb ? r : nb - 1)) * lda;  \
-                    rf_ka_gemm_block_##SUFFIX(x, k0, k1, W, out + i * ld_out + j0, ld_out, nb, nc,  \
-                                              k0 == 0);                                             \
-                }                                                                                   \
-            }                                                                                       \
-        }                                                                                           \
-    }
-
-RF_KA_GEMM(f64, double, RF_XW_JB_F64)
-RF_KA_GEMM(f32, float, RF_XW_JB_F32)
-
 /* ------------------------------------------------------- one Nystroem chunk
  * Rows [r0, r1) of the call, sub-tile by sub-tile: the block (dots mapped, or
  * coordinatewise accumulators mapped, or the given block mapped) into the
@@ -493,8 +402,8 @@ RF_KA_GEMM(f32, float, RF_XW_JB_F32)
                     rf_ka_map_##SUFFIX(t, K + r * ldk, K + r * ldk, 0, lv, m, tmp);                 \
             }                                                                                       \
             if (t->Np)                                                                              \
-                rf_ka_gemm_##SUFFIX(K, ldk, m, (const VAL *)t->Np, t->m_out, out + i0 * t->ld_out,  \
-                                    t->ld_out, nr);                                                 \
+                rf_rows_packed_##SUFFIX(K, ldk, 1, m, (const VAL *)t->Np, t->m_out,                 \
+                                        out + i0 * t->ld_out, t->ld_out, nr, t->prod_rt);           \
         }                                                                                           \
     }
 
