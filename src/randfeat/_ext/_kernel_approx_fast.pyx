@@ -99,12 +99,13 @@ MAX_DIRECT_DEGREE = RF_TS_MAX_DIRECT_DEGREE
 cdef Py_ssize_t SUBTILE_BYTES = 256 * 1024
 # Rows per chunk of work (a multiple of the sub-tile), at least this many.
 cdef Py_ssize_t CHUNK_MIN_ROWS = 96
-# The product with Nᵀ: rows per chunk (at least), and bytes of block rows per
-# pass over the panels (half of L2).  On 12000 × 1000 by 1000 × 1000, one
-# thread, a chunk of 192-240 rows with passes of 30-60 (float64) was 5-10%
-# faster than a chunk of 30 rows (the panels of Nᵀ re-read from L3 per 30 rows).
-cdef Py_ssize_t PRODUCT_CHUNK_ROWS = 192
-cdef Py_ssize_t PASS_BYTES = 512 * 1024
+# The product with Nᵀ: rows per chunk, each panel of Nᵀ passing over all of
+# them.  On 12000 × 1000 by 1000 × 1000 (a loaded machine, alternating),
+# chunks of 96 / 144 / 192 / 288 / 384 rows took 1.20 / 1.14 / 1.09 / 1.17 /
+# 1.22 times OpenBLAS's dgemm (one thread), and passes of 60 rows over a
+# chunk of 192, 1.46 (the panels re-read from L3); float32 was flat (1.08-1.14).
+cdef Py_ssize_t PRODUCT_ROWS = 192
+
 # Rows per chunk of the elementwise and sketch kernels.
 cdef Py_ssize_t ROWS_PER_CHUNK = 64
 
@@ -131,16 +132,12 @@ def pack_panels(W):
 
 
 def product_rows(Py_ssize_t m, Py_ssize_t itemsize):
-    """(rows of a chunk, rows per pass over Nᵀ's panels) of the Nystroem product: width and dtype only.
+    """(rows of a chunk, rows per pass over Nᵀ's panels) of the Nystroem product (constants).
 
-    A chunk's kernel block (rows × m) is computed, then multiplied by Nᵀ a
-    pass of rows at a time (each pass reads every panel of Nᵀ once; its rows,
-    ≈ PASS_BYTES, stay in L2 while the panels go by).
+    A chunk's kernel block (rows × m) is computed, then multiplied by Nᵀ, each
+    packed panel of Nᵀ passing over all the rows of the chunk.
     """
-    cdef Py_ssize_t passes = PASS_BYTES // max(1, m * itemsize)
-    passes = max(6, passes - passes % 6)
-    cdef Py_ssize_t rows = passes * max(1, (PRODUCT_CHUNK_ROWS + passes - 1) // passes)
-    return rows, passes
+    return PRODUCT_ROWS, PRODUCT_ROWS
 
 
 def subtile_rows(Py_ssize_t m, Py_ssize_t itemsize):
