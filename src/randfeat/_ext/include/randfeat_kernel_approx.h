@@ -467,42 +467,39 @@ RF_ISA_POINTER(rf_ka_nys_rows_f32, RF_KA_NYS_F32_PARAMS)
  * (vectorised, ~2 ulp); sin/cos the polynomial of randfeat_trig.h unless
  * some j L log x of the row is beyond its range (then libm for the row). */
 #define RF_KA_CHI2_ROW(SUFFIX, VAL)                                                                 \
-    RF_INLINE void rf_ka_chi2_row_##SUFFIX##_body(const VAL *x, int64_t n, int64_t steps, double L,   \
-                                                 const double *cf, double *logs, VAL *o)            \
+    RF_INLINE void rf_ka_chi2_row_##SUFFIX##_body(const VAL *RF_RESTRICT x, int64_t n, int64_t steps, \
+                                                 double L, const double *RF_RESTRICT cf,            \
+                                                 double *RF_RESTRICT logs, VAL *RF_RESTRICT o)      \
     {                                                                                               \
-        double amax = 0;                                                                            \
         for (int64_t i = 0; i < n; ++i) {                                                           \
             const double xv = (double)x[i];                                                         \
-            const double lg = xv > 0 ? L * rf_log_f64(xv) : 0.0;                                    \
-            logs[i] = lg;                                                                           \
-            const double al = fabs(lg);                                                             \
-            amax = al > amax ? al : amax;                                                           \
-        }                                                                                           \
-        for (int64_t i = 0; i < n; ++i) {                                                           \
-            const double xv = (double)x[i];                                                         \
+            const double lg = L * rf_log_f64(xv);                                                   \
+            logs[i] = xv > 0 ? lg : 0.0;                                                            \
             o[i] = (VAL)sqrt((xv > 0 ? xv : 0.0) * L);                                              \
         }                                                                                           \
-        /* NaN-safe: a NaN never passes validation, but do not let one pick the fast path */     \
-        const int big = !((double)(steps - 1) * amax <= RF_TRIG_LIMIT_F64);                         \
+        /* the polynomial sin/cos unless some j L log x is beyond its range (NaN-safe) */          \
+        const double lim = RF_TRIG_LIMIT_F64 / (double)(steps > 1 ? steps - 1 : 1);                 \
+        int big = 0;                                                                                \
+        for (int64_t i = 0; i < n; ++i) big |= !(fabs(logs[i]) <= lim);                             \
         for (int64_t j = 1; j < steps; ++j) {                                                       \
-            VAL *oc = o + (2 * j - 1) * n, *os = o + 2 * j * n;                                     \
+            VAL *RF_RESTRICT oc = o + (2 * j - 1) * n;                                              \
+            VAL *RF_RESTRICT os = o + 2 * j * n;                                                    \
             const double cj = cf[j], dj = (double)j;                                                \
             if (big) {                                                                              \
                 for (int64_t i = 0; i < n; ++i) {                                                   \
                     const double xv = (double)x[i];                                                 \
-                    const double f = sqrt((2 * xv) * L / cj);                                       \
-                    oc[i] = xv > 0 ? (VAL)(f * cos(dj * logs[i])) : 0;                              \
-                    os[i] = xv > 0 ? (VAL)(f * sin(dj * logs[i])) : 0;                              \
+                    const double f = sqrt((2 * (xv > 0 ? xv : 0.0)) * L / cj);                      \
+                    oc[i] = (VAL)(f * cos(dj * logs[i]));                                           \
+                    os[i] = (VAL)(f * sin(dj * logs[i]));                                           \
                 }                                                                                   \
             } else {                                                                                \
                 for (int64_t i = 0; i < n; ++i) {                                                   \
                     const double xv = (double)x[i];                                                 \
-                    const double xs = xv > 0 ? xv : 0.0;                                            \
-                    const double f = sqrt((2 * xs) * L / cj);                                       \
-                    double s, c;                                                                    \
-                    rf_sincos1_f64(dj * logs[i], &s, &c);                                           \
-                    oc[i] = (VAL)(f * c);                                                           \
-                    os[i] = (VAL)(f * s);                                                           \
+                    const double f = sqrt((2 * (xv > 0 ? xv : 0.0)) * L / cj);                      \
+                    double sv, cv;                                                                  \
+                    rf_sincos1_f64(dj * logs[i], &sv, &cv);                                         \
+                    oc[i] = (VAL)(f * cv);                                                          \
+                    os[i] = (VAL)(f * sv);                                                          \
                 }                                                                                   \
             }                                                                                       \
         }                                                                                           \
