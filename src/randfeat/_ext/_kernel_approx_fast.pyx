@@ -66,6 +66,8 @@ cdef extern from "randfeat_kernel_approx.h" nogil:
     void rf_ts_count_f64(const int64_t *h, const double *a, int64_t q, int p, int64_t D, double *c)
     void rf_ts_count_f32(const int64_t *h, const double *a, int64_t q, int p, int64_t D, float *c)
     int rf_kernel_approx_init()
+    int rf_ka_product_jb_f64
+    int rf_ka_product_jb_f32
     const char *rf_isa_name(int isa)
     int RF_XW_JB_F32
     int RF_XW_JB_F64
@@ -120,10 +122,15 @@ def panel_width(dtype):
     return RF_XW_JB_F32 if np.dtype(dtype) == np.float32 else RF_XW_JB_F64
 
 
-def pack_panels(W):
-    """W (k × m) as ceil(m / JB) contiguous k × JB panels, zero past column m, in W's dtype."""
+def product_panel_width(dtype):
+    """Columns per packed panel of Nᵀ (``pack_panels(N.T, product_panel_width(dtype))``) on this vector path."""
+    return rf_ka_product_jb_f32 if np.dtype(dtype) == np.float32 else rf_ka_product_jb_f64
+
+
+def pack_panels(W, jb=None):
+    """W (k × m) as ceil(m / jb) contiguous k × jb panels, zero past column m, in W's dtype (jb: ``panel_width``)."""
     W = np.asarray(W)
-    jb = panel_width(W.dtype)
+    jb = panel_width(W.dtype) if jb is None else int(jb)
     k, m = W.shape
     n_panels = max(1, (m + jb - 1) // jb)
     padded = np.zeros((k, n_panels * jb), dtype=W.dtype)
@@ -177,7 +184,7 @@ def nystroem_rows(const floating[:, :] X, const floating[:, :, ::1] Lp, const fl
         skewed_chi2 (sqrt(L + c)), Lp = L + c there.  Empty when unused.
     lvec, xvec : per landmark / per row of a given block: squared norms (rbf)
         or inverse norms (cosine); empty when unused.
-    Np : Nᵀ (m × m_out) as ``pack_panels``, or empty (no product).
+    Np : Nᵀ (m × m_out) as ``pack_panels(N.T, product_panel_width(dtype))``, or empty (no product).
     out : (n, m_out) or (n, m) output.
     """
     cdef Py_ssize_t n = X.shape[0], item = sizeof(floating)
@@ -189,11 +196,12 @@ def nystroem_rows(const floating[:, :] X, const floating[:, :, ::1] Lp, const fl
     cdef Py_ssize_t m_out = m
     if kernel not in KINDS:
         raise ValueError(f"unknown kernel {kernel!r}")
+    cdef Py_ssize_t pjb = rf_ka_product_jb_f32 if floating is float else rf_ka_product_jb_f64
     if Np.shape[0] > 0:
-        if Np.shape[1] != m or Np.shape[2] != jb:
-            raise ValueError("Np must be pack_panels(N.T) of an m × m_out matrix")
+        if Np.shape[1] != m or Np.shape[2] != pjb:
+            raise ValueError("Np must be pack_panels(N.T, product_panel_width(dtype)) of an m × m_out matrix")
         m_out = out.shape[1]
-        if Np.shape[0] != (m_out + jb - 1) // jb:
+        if Np.shape[0] != (m_out + pjb - 1) // pjb:
             raise ValueError("Np and out disagree on the output width")
     elif out.shape[1] != m:
         raise ValueError("out must have m columns when there is no product")

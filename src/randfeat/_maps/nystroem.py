@@ -29,7 +29,7 @@ from .._core.memory import check_memory
 from .._core.protocols import MapCapability
 from .._core.threads import single_threaded_blas
 from .._core.validation import N_JOBS, Interval
-from .._ext._kernel_approx_fast import pack_panels
+from .._ext._kernel_approx_fast import pack_panels, product_panel_width
 from .contract import FeatureMap, MapState
 from .nystroem_kernels import (KERNEL_NAMES, NystroemKernel, check_kernel_input, kernel_block, nystroem_features,
                                prepare_landmarks, resolve_kernel)
@@ -331,7 +331,7 @@ class Nystroem(FeatureMap):
         check_memory(X.shape[0] * m * X.dtype.itemsize, f"the features of {X.shape[0]} rows ({X.shape[0]} x {m})",
                      "transform X in chunks of rows, or fit a model with Ridge(features=Nystroem(...))")
         lm = prepare_landmarks(kernel, state.components, X.dtype)
-        Np = pack_panels(np.ascontiguousarray(state.normalization.T, dtype=X.dtype))
+        Np = pack_panels(np.ascontiguousarray(state.normalization.T, dtype=X.dtype), product_panel_width(X.dtype))
         return nystroem_features(kernel, X, lm, Np, m, n_threads, index=state.component_indices)
 
     def __sklearn_tags__(self):

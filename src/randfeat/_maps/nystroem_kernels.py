@@ -298,7 +298,7 @@ def nystroem_features(kernel, X, lm, normalization_packed, n_out, n_threads, ind
     X : ndarray or CSR matrix of shape (n, d), validated
     lm : Landmarks
     normalization_packed : ndarray
-        ``pack_panels(N.T)`` in X's dtype.
+        ``pack_panels(N.T, product_panel_width(dtype))`` in X's dtype.
     n_out : int
         Number of landmarks (output width).
     n_threads : int
