@@ -106,15 +106,23 @@ def cases(cfg, X):
 
 
 def time_alternating(candidates, repeats):
-    """Median wall time of each callable, run in turns so that noise hits all alike."""
+    """Median wall and CPU time of each callable, run in turns so that noise hits all alike.
+
+    The CPU time (this process, all its threads) is reported for the
+    one-thread runs: on a shared machine it leaves out the time the process
+    waited for a core, which the wall time does not.
+    """
     times = {name: [] for name in candidates}
+    cpu = {name: [] for name in candidates}
     for _ in range(repeats):
         for name, fn in candidates.items():
-            t0 = time.perf_counter()
+            c0, t0 = time.process_time(), time.perf_counter()
             out = fn()
             times[name].append(time.perf_counter() - t0)
+            cpu[name].append(time.process_time() - c0)
             del out
-    return {name: float(np.median(ts)) for name, ts in times.items()}
+    return ({name: float(np.median(ts)) for name, ts in times.items()},
+            {name: float(np.median(ts)) for name, ts in cpu.items()})
 
 
 def bench_speed(name, make, X, dtype, threads, repeats):
@@ -130,9 +138,11 @@ def bench_speed(name, make, X, dtype, threads, repeats):
     with threadpool_limits(limits=limits, user_api="blas"):
         for fn in candidates.values():  # warm-up
             fn()
-        med = time_alternating(candidates, repeats)
+        med, cpu = time_alternating(candidates, repeats)
     return dict(map=name, dtype=np.dtype(dtype).name, threads=threads, randfeat_s=med["randfeat"],
-                sklearn_s=med["sklearn"], speedup=med["sklearn"] / med["randfeat"], gemm_s=med.get("gemm"))
+                sklearn_s=med["sklearn"], speedup=med["sklearn"] / med["randfeat"], gemm_s=med.get("gemm"),
+                cpu_speedup=cpu["sklearn"] / cpu["randfeat"] if threads == "1" else None,
+                load=os.getloadavg()[0] if hasattr(os, "getloadavg") else None)
 
 
 def bench_error(name, make, exact, X, dtype, cfg):
@@ -156,15 +166,20 @@ def bench_error(name, make, exact, X, dtype, cfg):
 
 def markdown(data, speed, errors, header):
     lines = [header, "", f"### Data: {data}", "", "Transform time (median; ratio = scikit-learn / randfeat; "
-             "GEMM = NumPy's bare last product of Nystroem, the floor of both):", "",
-             "| map | dtype | threads | scikit-learn | randfeat | speed-up | bar | GEMM floor |",
-             "|---|---|---|---:|---:|---:|---:|---:|"]
+             "GEMM = NumPy's bare last product of Nystroem, the floor of both; CPU time for the one-thread runs, "
+             "robust to other processes; load: the 1-minute load average after the case):", "",
+             "| map | dtype | threads | scikit-learn | randfeat | speed-up | bar | GEMM floor "
+             "| speed-up in CPU time | load |",
+             "|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]
     for r in speed:
         bar = BARS[r["map"]]
         ok = "met" if r["speedup"] >= bar else "NOT met"
         gemm = f"{r['gemm_s'] * 1000:.0f} ms" if r["gemm_s"] else ""
+        cpu = f"{r['cpu_speedup']:.2f}x" if r["cpu_speedup"] else ""
+        load = f"{r['load']:.1f}" if r["load"] is not None else ""
         lines.append(f"| {r['map']} | {r['dtype']} | {r['threads']} | {r['sklearn_s'] * 1000:.1f} ms "
-                     f"| {r['randfeat_s'] * 1000:.1f} ms | {r['speedup']:.2f}x | {bar}x ({ok}) | {gemm} |")
+                     f"| {r['randfeat_s'] * 1000:.1f} ms | {r['speedup']:.2f}x | {bar}x ({ok}) | {gemm} "
+                     f"| {cpu} | {load} |")
     lines += ["", "Approximation error mean |ZZᵀ − K| (K from randfeat.kernel_matrix; mean over seeds), and the "
               "largest difference between the two libraries' features (same random_state):", "",
               "| map | dtype | scikit-learn | randfeat | ratio | max |Z_rf − Z_sk| |",

@@ -468,3 +468,14 @@ def test_exported_with_sklearn_s_signatures():
         for p, spec in theirs.items():  # every scikit-learn parameter, same kind and default
             assert p in ours and ours[p].kind == spec.kind, (name, p)
             assert ours[p].default == spec.default or (name, p) == ("PolynomialCountSketch", "coef0"), (name, p)
+
+
+def test_bench_kernel_approximation_tiny_runs(tmp_path):
+    from _subprocess_env import run_bench
+
+    proc = run_bench("kernel_approximation.py", "--tiny", "--data", "dense", "--out", tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    text = (tmp_path / "kernel_approximation_tiny.md").read_text()
+    for name in ("RBFSampler", "Nystroem", "PolynomialCountSketch", "SkewedChi2Sampler", "AdditiveChi2Sampler"):
+        assert name in text
+    assert (tmp_path / "kernel_approximation_tiny.csv").exists() and (tmp_path / "kernel_approximation_tiny.png").exists()
