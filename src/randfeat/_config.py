@@ -16,7 +16,7 @@ from ._version import __version__
 # Compiled modules that report the vector code path they dispatched to, as a
 # function ``vector_isa() -> str``.  A module listed here but not built yet is
 # reported as missing rather than breaking show_config.
-_VECTOR_PATH_MODULES = ("_fourier_fast", "_binning_fast", "_onehot_fast")
+_VECTOR_PATH_MODULES = ("_fourier_fast", "_binning_fast", "_onehot_fast", "_structured_fast")
 
 # Environment variables that change what randfeat does at run time.
 _ENV_VARS = ("RANDFEAT_VECTOR_ISA", "OMP_NUM_THREADS", "OMP_PROC_BIND", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
