@@ -32,7 +32,7 @@ from randfeat._maps.structured import (
     multipliers,
     structured_features,
 )
-from _subprocess_env import subprocess_env
+from _subprocess_env import BENCH, run_bench, subprocess_env
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
 ISAS = ["baseline", "avx2", "avx512"]
@@ -446,3 +446,29 @@ def test_gamma_enters_only_through_the_multipliers():
     draw = draw_structured(spec, "fastfood", 20, 100, 2.5, np.random.default_rng(0))
     for gamma in (0.01, 1.0, 37.0):
         np.testing.assert_array_equal(multipliers(spec, draw, gamma), draw.radial * np.sqrt(2.0 * gamma))
+
+
+def test_trig_floor_is_the_epilogue_alone():
+    a = np.random.default_rng(0).uniform(-3, 3, 37).astype(np.float32)
+    out = np.empty((11, 74), dtype=np.float32)
+    _structured_fast.trig_floor(a, out, 0.25, 2)
+    x, s = a.copy(), np.empty_like(a)
+    _fourier_fast.sincos(x, s, 0.25)
+    np.testing.assert_array_equal(out, np.tile(np.concatenate([x, s]), (11, 1)))
+
+
+@pytest.mark.skipif(not (BENCH / "structured.py").exists(), reason="bench/ not next to tests/")
+def test_bench_scripts_run_at_tiny_size(tmp_path):
+    proc = run_bench("structured.py", "--tiny", "--out", tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    md = (tmp_path / "structured_tiny.md").read_text()
+    for method in ("floor", "sorf", "fastfood", "orthogonal", "iid", "RBFSampler"):
+        assert method in md
+    assert (tmp_path / "structured_tiny.png").stat().st_size > 0
+    rows = (tmp_path / "structured_tiny.csv").read_text().splitlines()
+    assert len(rows) == 1 + 2 * 2 * 2 * 6  # dtypes × d × thread counts × methods
+    proc = run_bench("approx_error.py", "--tiny", "--out", tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    md = (tmp_path / "approx_error_dims_tiny.md").read_text()
+    assert "sorf / orthogonal" in md and "digits" in md and "patches 8x8" in md
+    assert "sorf" in (tmp_path / "approx_error_tiny.csv").read_text()

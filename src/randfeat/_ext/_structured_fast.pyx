@@ -19,7 +19,7 @@ parameters laid out by ``structured_layout``: every diagonal of length
 cimport cython
 from cython cimport floating
 from libc.stdint cimport int32_t, int64_t, uintptr_t
-from libc.string cimport memset
+from libc.string cimport memcpy, memset
 
 from ._cycommon cimport index_t
 from ._openmp cimport ChunkLoop
@@ -52,6 +52,8 @@ cdef extern from "randfeat_fwht.h" nogil:
     void rf_fwht_blocks_f32(float *buf, int64_t len, int log_n)
     void rf_fwht_blocks_f64(double *buf, int64_t len, int log_n)
     int64_t rf_struct_scratch_values(int64_t n, int64_t len)
+    void rf_sincos_f32(float *x, float *s, Py_ssize_t n, float scale)
+    void rf_sincos_f64(double *x, double *s, Py_ssize_t n, double scale)
     int rf_struct_init()
     const char *rf_isa_name(int isa)
     int RF_FWHT_LANES
@@ -317,3 +319,48 @@ def fwht_blocks(floating[::1] buf, int log_n):
     else:
         rf_fwht_blocks_f64(&w[0], w.shape[0], log_n)
     buf[:] = w
+
+
+cdef class _TrigFloor(ChunkLoop):
+    """Every row of out <- scale [cos a, sin a] for one cached argument row a (the benchmarks' floor)."""
+    cdef const void *a
+    cdef void *out
+    cdef Py_ssize_t n_freq, tile_rows, n_rows
+    cdef bint single
+    cdef double scale
+
+    cdef void run_chunk(self, Py_ssize_t chunk, void *scratch) noexcept nogil:
+        cdef Py_ssize_t i, r0 = chunk * self.tile_rows
+        cdef Py_ssize_t r1 = min(self.n_rows, r0 + self.tile_rows)
+        cdef float *o32
+        cdef double *o64
+        for i in range(r0, r1):
+            if self.single:
+                o32 = <float *>self.out + i * 2 * self.n_freq
+                memcpy(o32, self.a, self.n_freq * sizeof(float))
+                rf_sincos_f32(o32, o32 + self.n_freq, self.n_freq, <float>self.scale)
+            else:
+                o64 = <double *>self.out + i * 2 * self.n_freq
+                memcpy(o64, self.a, self.n_freq * sizeof(double))
+                rf_sincos_f64(o64, o64 + self.n_freq, self.n_freq, self.scale)
+
+
+def trig_floor(const floating[::1] a, floating[:, ::1] out, double scale, int n_threads):
+    """Benchmark floor: every row of out (N, 2 len(a)) <- scale [cos a, sin a], a held in cache.
+
+    What any feature map must do at least: write the output and compute its
+    sin/cos (the same trig code and chunking as the structured kernel),
+    with no product or transform.
+    """
+    cdef _TrigFloor loop = _TrigFloor()
+    if out.shape[1] != 2 * a.shape[0]:
+        raise ValueError("out must have 2 * len(a) columns")
+    if out.shape[0] == 0 or a.shape[0] == 0:
+        return
+    loop.a, loop.out, loop.n_freq, loop.n_rows = &a[0], &out[0, 0], a.shape[0], out.shape[0]
+    loop.single = floating is float
+    loop.scale = scale
+    loop.n_threads = n_threads
+    loop.tile_rows = max(1, CHUNK_BYTES // max(1, out.shape[1] * sizeof(floating)))
+    loop.n_chunks = (out.shape[0] + loop.tile_rows - 1) // loop.tile_rows
+    loop.run()

@@ -122,7 +122,7 @@ def check_kernel(spec, sampling):
         raise ValueError(
             f"sampling={sampling!r} does not apply to kernel={spec.name!r}: structured "
             f"frequencies are Walsh-Hadamard rows rescaled to a random radius, which represents "
-            f"only spherically symmetric spectral densities, and {spec.name!r}'s has independent "
+            f"only spherically symmetric spectral densities, and this kernel's has independent "
             f"coordinates; use kernel='rbf' or 'matern', or sampling='iid' or 'qmc'"
         )
 
