@@ -109,6 +109,18 @@ class DaskSummary(InputSummary):
         mad = float(abs(X64 - mean).mean().compute())
         return entry_mean_abs_deviation(np.array([[mean - mad] * self.n_features, [mean + mad] * self.n_features]))
 
+    def rows(self, index):
+        """Return the rows ``index``, brought to the client and validated as the in-memory fit validates rows."""
+        from sklearn.utils.validation import check_array
+
+        index = np.asarray(index)
+        order = np.argsort(index, kind="stable")
+        taken = self._X[index[order]].compute()  # Dask takes increasing indices cheaply
+        taken = check_array(taken, accept_sparse="csr", dtype=[np.float64, np.float32])
+        back = np.empty_like(order)
+        back[order] = np.arange(order.size)
+        return taken[back]
+
     def column_range(self):
         """Return each column's (minimum, maximum), by Dask's reductions."""
         import dask

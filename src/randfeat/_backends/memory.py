@@ -36,6 +36,10 @@ class MemorySummary(InputSummary):
         """Return ``(s, m)`` with the mean absolute deviation of X's entries s·m."""
         return entry_mean_abs_deviation(self._X)
 
+    def rows(self, index):
+        """Return the rows ``index`` of X."""
+        return self._X[np.asarray(index)]
+
     def column_range(self):
         """Return each column's (minimum, maximum), a CSR's implicit zeros included."""
         X = self._X

@@ -28,9 +28,7 @@ def _vector_paths():
         if importlib.util.find_spec(f"randfeat._ext.{name}") is None:
             continue  # not part of this build
         # A module that exists but fails to import is a real error: let it raise.
-        mod = importlib.import_module(f"randfeat._ext.{name}")
-        if hasattr(mod, "vector_isa"):
-            paths[name] = mod.vector_isa()
+        paths[name] = importlib.import_module(f"randfeat._ext.{name}").vector_isa()
     return paths
 
 

@@ -79,5 +79,9 @@ class InputSummary(ABC):
         """Return ``(s, m)``: the mean absolute deviation of all entries is s·m."""
 
     @abstractmethod
+    def rows(self, index):
+        """Return the validated rows ``index`` (an int array, any order) as an in-memory ndarray or CSR matrix."""
+
+    @abstractmethod
     def column_range(self):
         """Return ``(lo, hi)``: each column's minimum and maximum, in the input's dtype (a CSR's zeros included)."""

@@ -82,7 +82,7 @@ class RidgeSolution:
 
     def __post_init__(self):
         for name in ("coef", "intercept", "noise_variance", "factor", "mean"):
-            _readonly(getattr(self, name))
+            _readonly(vars(self)[name])
 
     def __setstate__(self, state):
         # Unpickling restores the fields directly: make the arrays read-only again.
