@@ -170,7 +170,7 @@ def _shape(Z):
 def letter_rows(profile, runner, log):
     """Case (a): rows of the hard-cases table."""
     from randfeat import RandomBinningFeatures
-    from randfeat._ridge_cv import median_heuristic_gamma
+    from randfeat._solvers.selection import median_heuristic_gamma
     from randfeat.datasets import make_letter_like
 
     p = PROFILES[profile]
@@ -289,7 +289,7 @@ def product_rows(profile, log):
     from _covtype_like import BINNING_GAMMA, covtype_like
 
     from randfeat import RandomBinningFeatures
-    from randfeat._linops import make_products
+    from randfeat._linalg.products import make_products
 
     n_rows, bins = PROFILES[profile]["uniform"]
     mats = {"uniform bins": uniform_onehot(n_rows, bins)[0]}

@@ -14,7 +14,7 @@ import time
 import numpy as np
 from scipy.linalg.blas import get_blas_funcs
 
-from randfeat._threads import limit_blas_threads, usable_cores
+from randfeat._core.threads import limit_blas_threads, usable_cores
 
 
 def _time_syrk(Z, n_threads):

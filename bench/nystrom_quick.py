@@ -18,8 +18,8 @@ import time
 import numpy as np
 
 from randfeat import RandomBinningFeatures
-from randfeat._cg import cg_ridge
-from randfeat._linops import make_products
+from randfeat._solvers.cg_path import cg_ridge
+from randfeat._linalg.products import make_products
 
 
 def mixture_26(n, d=16, n_classes=26, seed=0):

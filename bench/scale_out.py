@@ -119,7 +119,7 @@ def run_in_memory(X, y, D):
 
 def block_cost(X, y, D, chunk_rows):
     """Seconds for one block's statistics, the merge of two, and the client's solve (the cost model's terms)."""
-    from randfeat._stats import RidgeStatistics
+    from randfeat._solvers.stats import RidgeStatistics
 
     est = _estimator(D, n_jobs=1)
     features = est.features.fit(X[:chunk_rows])

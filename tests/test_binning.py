@@ -120,7 +120,7 @@ def test_dense_csr_layouts_agree(dtype):
 def test_kernel_hashes_match_reference():
     X = _data(400, 11, seed=5, scale=3.0)
     est = RandomBinningFeatures(13, gamma=2.0, random_state=1).fit(X)
-    H = _binning_fast.hash_rows_for_test(X, est._U, est._INV, 13)
+    H = _binning_fast.hash_rows_for_test(X, est._state.U, est._state.INV, 13)
     np.testing.assert_array_equal(H, ref.hash_bins(X, est.pitches_, est.offsets_))
     for i in (0, 17, 399):
         for p in (0, 12):
@@ -215,7 +215,7 @@ def test_vocabulary_grouping_does_not_matter(dtype):
     est = RandomBinningFeatures(P, gamma=2.0, random_state=0).fit(X)
     n, d = X.shape
     indices, data = np.empty(n * P, dtype=np.int32), np.empty(n * P, dtype=dtype)
-    _binning_fast.hash_rows(X, _binning_fast.Grids(est._U, est._INV, P), indices, data, 2)
+    _binning_fast.hash_rows(X, _binning_fast.Grids(est._state.U, est._state.INV, P), indices, data, 2)
     grouped = _binning_fast.build_vocabularies(indices, data, P, 2)
     single = _binning_fast.build_vocabularies(indices, data, P, 2, group_budget=0)
     for a, b in zip(grouped, single):
@@ -235,7 +235,7 @@ def test_vocabulary_same_with_fallback_and_reused_blocks():
     P = 21
     est = RandomBinningFeatures(P, gamma=50.0, random_state=0).fit(X[:10])
     n = X.shape[0]
-    grids = _binning_fast.Grids(est._U, est._INV, P)
+    grids = _binning_fast.Grids(est._state.U, est._state.INV, P)
     runs = {}
     for budget in (0, 1 << 20, 1 << 30):
         for n_threads in (1, 2):
@@ -298,7 +298,7 @@ def test_sorted_int32_indices_and_values():
 def test_int64_index_path(dtype, monkeypatch):
     # Outputs with >= 2**31 entries use int64 indices (and, for float32, keep
     # the hashes in the indices buffer during fit); force that path on small data.
-    import randfeat._binning as binning
+    import randfeat._maps.binning as binning
 
     X = _data(800, 6, seed=14).astype(dtype)
     Xt = _data(300, 6, seed=15, scale=1.5).astype(dtype)

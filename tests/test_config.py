@@ -5,7 +5,7 @@ import pytest
 
 import randfeat
 from randfeat._ext._openmp import openmp_enabled
-from randfeat._threads import check_n_jobs, effective_n_threads, usable_cores
+from randfeat._core.threads import check_n_jobs, effective_n_threads, usable_cores
 
 
 def test_built_with_openmp():

@@ -15,7 +15,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from randfeat import RandomFourierFeatures, kernel_matrix
 from randfeat._ext import _fourier_fast
-from randfeat._kernels import KERNELS
+from randfeat._maps.kernels import KERNELS
 from _subprocess_env import run_bench
 
 FEATURE_MAPS = ("cossin", "cos")

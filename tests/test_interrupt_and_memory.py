@@ -192,7 +192,7 @@ def test_requests_that_cannot_fit_raise_memoryerror_first():
 
 
 def test_memory_check_reads_a_limit():
-    from randfeat._memory import available_memory, check_memory, format_bytes
+    from randfeat._core.memory import available_memory, check_memory, format_bytes
 
     avail, source = available_memory()
     if sys.platform.startswith("linux"):
@@ -223,7 +223,7 @@ before = status("VmRSS")
 Z = est.fit_transform(X)
 peak = status("VmHWM") - before
 csr = Z.data.nbytes + Z.indices.nbytes + Z.indptr.nbytes
-vocab = sum(a.nbytes for a in (est.bin_hashes_, est.grid_offsets_, est._dir, est._dir_offsets, est._dir_bits))
+vocab = sum(a.nbytes for a in est._state.vocabulary)
 print(json.dumps(dict(peak=peak, csr=csr, vocab=vocab)))
 """
 

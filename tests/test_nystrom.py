@@ -6,11 +6,13 @@ import scipy.sparse as sp
 from sklearn.utils._param_validation import InvalidParameterError
 
 from randfeat import RandomBinningFeatures, Ridge, RidgeClassifier
-from randfeat import _nystrom, _precond
-from randfeat._cg import block_cg, cg_ridge, cg_ridge_path
-from randfeat._linops import make_products
-from randfeat._normal import NormalOperator
-from randfeat._precond import jacobi_block_preconditioner, make_preconditioner
+from randfeat._solvers import nystrom as _nystrom
+from randfeat._solvers import precond as _precond
+from randfeat._solvers.cg import block_cg
+from randfeat._solvers.cg_path import cg_ridge, cg_ridge_path
+from randfeat._linalg.products import make_products
+from randfeat._solvers.normal import NormalOperator
+from randfeat._solvers.precond import jacobi_block_preconditioner, make_preconditioner
 
 
 def binning_features(n=600, P=8, gamma=1.0, d=3, seed=0):
@@ -214,7 +216,7 @@ def test_path_matches_separate_solves_and_builds_once(monkeypatch):
         calls.append(args[1])
         return build(*args, **kwargs)
 
-    monkeypatch.setattr("randfeat._precond.build_nystrom", counting_build)
+    monkeypatch.setattr("randfeat._solvers.precond.build_nystrom", counting_build)
     alphas = [1e-2, 1.0, 1e-4]
     path = cg_ridge_path(ops, Y, None, alphas, fit_intercept=True, tol=1e-10, max_iter=20000,
                          preconditioner="nystrom")

@@ -6,15 +6,16 @@ import scipy.linalg
 import scipy.sparse as sp
 from sklearn.preprocessing import OneHotEncoder
 
-import randfeat._precond as precond_mod
-import randfeat._threads as threads_mod
+import randfeat._solvers.precond as precond_mod
+import randfeat._core.threads as threads_mod
 from randfeat import RandomBinningFeatures, Ridge, RidgeClassifier
-from randfeat._linops import (OneHotBlockProducts, SparseProducts, aligned_empty, make_products,
-                              onehot_block_structure)
+from randfeat._linalg.csr import SparseProducts
+from randfeat._linalg.onehot import OneHotBlockProducts, aligned_empty, onehot_block_structure
+from randfeat._linalg.products import make_products
 from randfeat._ext._onehot_fast import (block_ranges, local_bins, n_row_blocks, onehot_matmat, onehot_tmatmat, pad_rows,
                                    padded_width, set_group_budgets, vector_isa)
 from randfeat._ext._sparse_fast import compact_columns, csr_gram_block
-from randfeat._precond import heavy_block_preconditioner, max_block_size
+from randfeat._solvers.precond import heavy_block_preconditioner, max_block_size
 from _subprocess_env import run_on_vector_path
 
 EMPTY = np.zeros(0)
@@ -414,8 +415,8 @@ def _dense_preconditioner(M, D):
 
 @pytest.mark.parametrize("kind", ["jacobi", "block"])
 def test_preconditioners_are_symmetric_positive_definite(kind):
-    from randfeat._normal import NormalOperator
-    from randfeat._precond import make_preconditioner
+    from randfeat._solvers.normal import NormalOperator
+    from randfeat._solvers.precond import make_preconditioner
 
     Z, _ = binning_Z()  # the heavy block exists here (test_block_is_the_exact_inverse_of_the_heavy_submatrix)
     normal = NormalOperator(make_products(Z, 1), None, True)
@@ -431,7 +432,7 @@ def test_preconditioners_are_symmetric_positive_definite(kind):
 def test_auto_is_block_on_one_hot_and_cuts_iterations_against_jacobi():
     # Letter-like rows repeat (crowded bins): Jacobi shrinks the
     # regularisation of crowded columns and slows CG down (DESIGN.md, "Hard cases").
-    from randfeat._ridge_cv import median_heuristic_gamma
+    from randfeat._solvers.selection import median_heuristic_gamma
     from randfeat.datasets import make_letter_like
 
     X, y = make_letter_like(3000)
@@ -454,8 +455,8 @@ def test_auto_stays_jacobi_on_other_sparse_and_dense_features():
 
 
 def test_block_left_out_when_its_columns_carry_little_mass(monkeypatch):
-    from randfeat._normal import NormalOperator
-    from randfeat._precond import make_preconditioner
+    from randfeat._solvers.normal import NormalOperator
+    from randfeat._solvers.precond import make_preconditioner
 
     Z, _ = binning_Z()
     normal = NormalOperator(make_products(Z, 1), None, True)
@@ -506,7 +507,7 @@ def test_cg_in_the_dual_matches_a_direct_solve(fit_intercept, weighted, dtype, K
 
 
 def test_cg_in_the_dual_bitwise_equal_for_any_n_jobs_and_path_equals_fresh(monkeypatch):
-    from randfeat._cg import cg_ridge_path
+    from randfeat._solvers.cg_path import cg_ridge_path
 
     monkeypatch.setitem(threads_mod.MIN_WORK_PER_THREAD, "csr_entries", 1000)
     monkeypatch.setitem(threads_mod.MIN_WORK_PER_THREAD, "thin_product_flops", 10)

@@ -8,18 +8,15 @@ import scipy.linalg
 import scipy.sparse as sp
 
 from randfeat import RandomBinningFeatures
-from randfeat._cg import cg_ridge
-from randfeat._linops import (
-    Capability,
-    DenseProducts,
-    FeatureOperator,
-    OneHotBlockProducts,
-    SparseProducts,
-    make_products,
-)
-from randfeat._normal import NormalOperator
-from randfeat._precond import heavy_block_preconditioner, jacobi_block_preconditioner
-from randfeat._threads import MIN_WORK_PER_THREAD, threads_for
+from randfeat._solvers.cg_path import cg_ridge
+from randfeat._linalg.csr import SparseProducts
+from randfeat._linalg.dense import DenseProducts
+from randfeat._linalg.onehot import OneHotBlockProducts
+from randfeat._linalg.operator import Capability, FeatureOperator
+from randfeat._linalg.products import make_products
+from randfeat._solvers.normal import NormalOperator
+from randfeat._solvers.precond import heavy_block_preconditioner, jacobi_block_preconditioner
+from randfeat._core.threads import MIN_WORK_PER_THREAD, threads_for
 
 
 class MinimalProducts(FeatureOperator):

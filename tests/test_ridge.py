@@ -11,10 +11,10 @@ from sklearn.kernel_ridge import KernelRidge
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-import randfeat._ridge as ridge_mod
-import randfeat._threads as threads_mod
+import randfeat._solvers.plan as plan_mod
+import randfeat._core.threads as threads_mod
 from randfeat import RandomBinningFeatures, RandomFourierFeatures, Ridge, RidgeClassifier
-from randfeat._linops import SparseProducts
+from randfeat._linalg.csr import SparseProducts
 from randfeat._ext._sparse_fast import csr_matmat, csr_normal_matmat, csr_row_weighted_sq_sums, sum_blocks
 from _subprocess_env import run_bench
 
@@ -217,7 +217,7 @@ def test_auto_solver_choice(monkeypatch):
     X, y = make_data()
     assert Ridge().fit(X, y).solver_ == "cholesky"
     assert Ridge().fit(sp.csr_matrix(X), y).solver_ == "cg"
-    monkeypatch.setattr(ridge_mod, "CHOLESKY_MAX_FEATURES", 10)
+    monkeypatch.setattr(plan_mod, "CHOLESKY_MAX_FEATURES", 10)
     assert Ridge().fit(X, y).solver_ == "cg"
 
 
@@ -560,7 +560,7 @@ def test_block_cg_kernels_match_numpy_for_any_thread_count(shape):
 def test_cholesky_centring_with_and_without_shift(dtype, offset):
     # offset 0: mean/spread ratio ~0, chunks go to syrk unshifted; offset
     # 1e3 (ratio ~1e6): the shifted-data path must keep the accuracy.
-    from randfeat._stats import _shift_needed
+    from randfeat._solvers.stats import _shift_needed
 
     rng = np.random.default_rng(12)
     X = (offset + rng.standard_normal((3000, 40))).astype(dtype)

@@ -279,9 +279,9 @@ def test_kfold_binning_features_equal_per_fold_cg_fits(intercept, monkeypatch):
     from sklearn.model_selection import KFold
 
     from randfeat import RandomBinningFeatures, Ridge
-    from randfeat import _ridge_cv
+    from randfeat._solvers import selection
 
-    monkeypatch.setattr(_ridge_cv, "CHOLESKY_MAX_FEATURES", 50)
+    monkeypatch.setattr(selection, "CHOLESKY_MAX_FEATURES", 50)
     rng = np.random.default_rng(1)
     X = rng.standard_normal((300, 3))
     y = np.sin(2 * X).sum(axis=1) + 0.1 * rng.standard_normal(300)
@@ -354,12 +354,14 @@ def test_joint_gamma_pass_equals_one_pass_per_gamma(cv, scoring, store, chunk_si
     X, Y, w = make_data(90, 4, 2, seed=5, offset=0.0)
     kw = dict(features=RandomFourierFeatures(31, random_state=2), gammas=[0.05, 0.5, 5.0], cv=cv,
               scoring=scoring, store_cv_results=store, chunk_size=chunk_size, alpha_per_target=True)
+    from randfeat._solvers import plan, selection
+
     passes = []
-    original = RidgeCV._row_blocks
-    monkeypatch.setattr(RidgeCV, "_row_blocks", lambda self, X, D: passes.append(1) or original(self, X, D))
+    original = plan.FeatureSource.chunks
+    monkeypatch.setattr(plan.FeatureSource, "chunks", lambda self, size=None: passes.append(1) or original(self, size))
     joint = RidgeCV(ALPHAS, **kw).fit(X, Y, sample_weight=w)
     assert len(passes) == (1 if cv == "gcv" else 2)  # not per gamma
-    monkeypatch.setattr(RidgeCV, "_joint_pass_fits", lambda self, maps, X: False)
+    monkeypatch.setattr(selection, "_joint_pass_fits", lambda settings, maps, X: False)
     apart = RidgeCV(ALPHAS, **kw).fit(X, Y, sample_weight=w)
     np.testing.assert_array_equal(joint.gamma_scores_, apart.gamma_scores_)
     np.testing.assert_array_equal(joint.alpha_, apart.alpha_)
@@ -370,16 +372,17 @@ def test_joint_gamma_pass_equals_one_pass_per_gamma(cv, scoring, store, chunk_si
 
 
 def test_joint_gamma_pass_falls_back_when_the_grams_do_not_fit(monkeypatch):
-    import randfeat._ridge_cv as ridge_cv_mod
+    import randfeat._solvers.selection as selection
 
     X, Y, _ = make_data(60, 3, 1, seed=6, offset=0.0)
     est = RidgeCV(ALPHAS, features=RandomFourierFeatures(40, random_state=0), gammas=[0.1, 1.0])
-    maps = est._maps_for_gammas(X, [0.1, 1.0])
-    monkeypatch.setattr(ridge_cv_mod, "available_memory", lambda: (2 * 40 * 40 * 8 - 1, "test"))
-    assert not est._joint_pass_fits(maps, X)  # 2 Grams > half of what is left
-    monkeypatch.setattr(ridge_cv_mod, "available_memory", lambda: (4 * 40 * 40 * 8, "test"))
-    assert est._joint_pass_fits(maps, X)
-    assert not clone(est).set_params(cv=3)._joint_pass_fits(maps, X)  # k-fold: per fold, not joint
+    maps = clone(est.features)._fit_gamma_path(X, [0.1, 1.0])
+    joint = lambda est: selection._joint_pass_fits(est._selection_settings(None), maps, X)  # noqa: E731
+    monkeypatch.setattr(selection, "available_memory", lambda: (2 * 40 * 40 * 8 - 1, "test"))
+    assert not joint(est)  # 2 Grams > half of what is left
+    monkeypatch.setattr(selection, "available_memory", lambda: (4 * 40 * 40 * 8, "test"))
+    assert joint(est)
+    assert not joint(clone(est).set_params(cv=3))  # k-fold: per fold, not joint
 
 
 @pytest.mark.parametrize("features", [None, RandomFourierFeatures(25, random_state=1)])
@@ -391,7 +394,9 @@ def test_kfold_from_merged_fold_statistics_equals_a_fit_per_fold(features, weigh
     w = w if weighted else None
     kw = dict(features=features, cv=4, store_cv_results=True, chunk_size=13, alpha_per_target=True)
     merged = RidgeCV(ALPHAS, **kw).fit(X, Y, sample_weight=w)
-    monkeypatch.setattr(RidgeCV, "_fold_statistics_fit", staticmethod(lambda D, n_folds, source: False))
+    from randfeat._solvers import kfold
+
+    monkeypatch.setattr(kfold, "_fold_statistics_fit", lambda D, n_folds, dtype: False)
     apart = RidgeCV(ALPHAS, **kw).fit(X, Y, sample_weight=w)
     np.testing.assert_allclose(merged.cv_results_, apart.cv_results_, rtol=1e-10, atol=1e-12)
     np.testing.assert_array_equal(merged.alpha_, apart.alpha_)
@@ -405,10 +410,14 @@ def test_streamed_features_with_fewer_rows_than_features_take_the_kernel_path(ga
     X, Y, _ = make_data(40, 3, 2, seed=12, offset=0.0)
     fm = RandomFourierFeatures(90, random_state=5)
     kw = dict(features=fm, gammas=gammas, store_cv_results=True)
+    from randfeat._solvers import selection
+
     est = RidgeCV(ALPHAS, **kw)
-    assert est._kernel_path_pays(40, 90, X.dtype) and not est._joint_pass_fits([clone(fm).fit(X)], X)
+    settings = est._selection_settings(None)
+    assert selection._kernel_path_pays(settings, 40, 90, X.dtype)
+    assert not selection._joint_pass_fits(settings, [clone(fm).fit(X)], X)
     kernel = est.fit(X, Y)
-    monkeypatch.setattr(RidgeCV, "_kernel_path_pays", lambda self, N, D, dtype: False)
+    monkeypatch.setattr(selection, "_kernel_path_pays", lambda settings, N, D, dtype: False)
     gram = RidgeCV(ALPHAS, **kw).fit(X, Y)
     np.testing.assert_allclose(kernel.cv_results_, gram.cv_results_, rtol=1e-7, atol=1e-12)
     np.testing.assert_array_equal(kernel.alpha_, gram.alpha_)

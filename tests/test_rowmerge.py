@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-import randfeat._rowmerge as rowmerge
+import randfeat._linalg.rowmerge as rowmerge
 from randfeat import RandomBinningFeatures, Ridge, RidgeClassifier
-from randfeat._rowmerge import merge_identical_rows, merged_problem
+from randfeat._linalg.rowmerge import merge_identical_rows, merged_problem
 
 
 def repeated_binning(n=3000, seed=0, dtype=np.float64):

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 import scipy.linalg
 
-import randfeat._stats as stats_mod
+import randfeat._solvers.stats as stats_mod
 from randfeat import Ridge
-from randfeat._cholesky import RidgeSolution
-from randfeat._stats import RidgeStatistics, StatisticsAccumulator
+from randfeat._solvers.cholesky import RidgeSolution
+from randfeat._solvers.stats import RidgeStatistics, StatisticsAccumulator
 
 ALPHA = 0.1
 
@@ -275,7 +275,7 @@ def test_tiled_gram_matches_reference_and_any_thread_count(dtype, D):
     # Fixed column tiles, each single-threaded: the same bits for 1, 2 or 3
     # threads (threaded OpenBLAS dsyrk differs with SkylakeX kernels at D =
     # 300); the lower triangle gains Zᵀ Z, the strictly upper part untouched.
-    from randfeat._stats import _tiled_gram_add, gram_tile
+    from randfeat._solvers.gram import _tiled_gram_add, gram_tile
 
     rng = np.random.default_rng(5)
     Z = rng.normal(size=(700, D)).astype(dtype)

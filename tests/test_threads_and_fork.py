@@ -16,7 +16,7 @@ from threadpoolctl import threadpool_info
 
 from randfeat import RandomBinningFeatures, RandomFourierFeatures, Ridge
 from randfeat._ext._openmp import openmp_enabled
-from randfeat._threads import effective_n_threads, limit_blas_threads, single_threaded_blas, usable_cores
+from randfeat._core.threads import effective_n_threads, limit_blas_threads, single_threaded_blas, usable_cores
 
 from _subprocess_env import subprocess_env
 
@@ -71,7 +71,7 @@ assert p.exitcode == 0, p.exitcode
 assert same, "the child's results differ from the parent's"
 print("warnings", n_warn)
 # The parent keeps its threads.
-from randfeat._threads import effective_n_threads, in_forked_child
+from randfeat._core.threads import effective_n_threads, in_forked_child
 assert not in_forked_child() and effective_n_threads(2) == min(2, __import__("joblib").cpu_count())
 print("ok")
 """
@@ -88,7 +88,7 @@ def test_row1_fork_after_parallel_work_runs_single_threaded_in_the_child():
 def test_row1_fork_before_any_parallel_work_keeps_threads():
     out = _run_child("""
         import multiprocessing as mp
-        from randfeat._threads import effective_n_threads, in_forked_child, usable_cores
+        from randfeat._core.threads import effective_n_threads, in_forked_child, usable_cores
         def child(q):
             q.put((in_forked_child(), effective_n_threads(-1)))
         ctx = mp.get_context("fork")

@@ -22,7 +22,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from randfeat import RandomBinningFeatures, RandomFourierFeatures, Ridge
-from randfeat._validation import canonical_csr, check_sparse_structure, validate_X
+from randfeat._core.validation import canonical_csr, check_sparse_structure, validate_X
 
 
 def _random_csr(n, d, per_row, seed=0):

@@ -5,17 +5,19 @@ map data through a random map z with z(x)ᵀz(y) ≈ k(x, y), so that a linear
 solver on the features stands in for a kernel machine.
 """
 
-from ._dispatch import check_vector_isa_env
+from ._core.dispatch import check_vector_isa_env
 
 check_vector_isa_env()
 
 from . import datasets  # noqa: E402
-from ._binning import RandomBinningFeatures  # noqa: E402
-from ._config import get_config, show_config  # noqa: E402
-from ._fourier import RandomFourierFeatures  # noqa: E402
-from ._kernels import kernel_matrix  # noqa: E402
-from ._ridge import Ridge, RidgeClassifier  # noqa: E402
-from ._ridge_cv import RidgeClassifierCV, RidgeCV  # noqa: E402
+from ._core.config import get_config, show_config  # noqa: E402
+from ._estimators.classifier import RidgeClassifier  # noqa: E402
+from ._estimators.classifier_cv import RidgeClassifierCV  # noqa: E402
+from ._estimators.ridge import Ridge  # noqa: E402
+from ._estimators.ridge_cv import RidgeCV  # noqa: E402
+from ._maps.binning import RandomBinningFeatures  # noqa: E402
+from ._maps.fourier import RandomFourierFeatures  # noqa: E402
+from ._maps.kernels import kernel_matrix  # noqa: E402
 from ._version import __version__  # noqa: E402
 
 __all__ = [

@@ -8,26 +8,12 @@ with BLAS limited to one thread.
 import numpy as np
 import scipy.sparse as sp
 
-from ._ext import _fourier_fast
-from ._memory import check_memory
-from ._threads import single_threaded_blas, threads_for
+from .._ext import _fourier_fast
+from .._core.memory import check_memory
+from .._core.threads import single_threaded_blas, threads_for
+from .._linalg.dense import gemm_ready
 
 _INT32_MAX = np.iinfo(np.int32).max
-
-
-def _gemm_ready(X):
-    """Return X itself if gemm can read it (one unit stride), else a C copy."""
-    item = X.itemsize
-    s0, s1 = X.strides
-    n, d = X.shape
-    if n == 1 or d == 1:
-        # One of the strides is meaningless; a copy is at most one row/column.
-        return np.ascontiguousarray(X)
-    if s1 == item and s0 >= d * item and s0 % item == 0:
-        return X  # C order, possibly every k-th row of a larger array
-    if s0 == item and s1 >= n * item and s1 % item == 0:
-        return X  # Fortran order, possibly every k-th column
-    return np.ascontiguousarray(X)
 
 
 def fourier_features(X, W, b, cossin, n_threads):
@@ -81,7 +67,7 @@ def fourier_features(X, W, b, cossin, n_threads):
                 n_threads,
             )
         else:
-            X = _gemm_ready(X)
+            X = gemm_ready(X)
             if max(X.strides) // X.itemsize > _INT32_MAX:
                 X = np.ascontiguousarray(X)
             _fourier_fast.fourier_dense(X, W, b, out, cossin, scale, n_threads)

@@ -11,17 +11,19 @@
   that the new one does not set are dropped, and a fit that raises (bad
   parameter, bad input, Ctrl-C, MemoryError) leaves the estimator exactly as
   it was before the call.
-* ``RandomFeatureMap``: the base class of the feature maps.
+
+The feature maps' base class is the feature-map contract,
+``randfeat._maps.contract.FeatureMap``.
 """
 
 import functools
 from numbers import Integral
 
-from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
+from sklearn.base import _fit_context
 from sklearn.utils._param_validation import InvalidParameterError, validate_parameter_constraints
 
-from ._threads import effective_n_threads
-from ._validation import N_JOBS_ZERO
+from .threads import effective_n_threads
+from .validation import N_JOBS_ZERO
 
 
 def _fitted_attribute_names(estimator):
@@ -134,15 +136,3 @@ class ValidatedParamsMixin:
         """OpenMP threads for a call outside ``fit``, from the current (validated) ``n_jobs``."""
         (n_jobs,) = self._runtime_params("n_jobs")
         return effective_n_threads(n_jobs)
-
-
-class RandomFeatureMap(ValidatedParamsMixin, TransformerMixin, BaseEstimator):
-    """Base class of randfeat's feature-map transformers (not public API).
-
-    ``randfeat.Ridge(features=...)`` accepts instances of this class only.
-    Subclasses set ``_sparse_output`` to say whether ``transform`` returns a
-    sparse matrix (binning) or a dense array (Fourier): dense features are
-    streamed chunk by chunk, sparse ones are materialised.
-    """
-
-    _sparse_output = False

@@ -25,8 +25,8 @@ import warnings
 import numpy as np
 from scipy.stats import qmc
 
-from ._kernels import UnitFrequencies, scale_frequencies
-from ._memory import check_memory
+from .kernels import UnitFrequencies, scale_frequencies
+from .._core.memory import check_memory
 
 SAMPLINGS = ("iid", "orthogonal", "qmc")
 

@@ -12,9 +12,9 @@ sketch, say) is reused across alphas and targets.
 
 import numpy as np
 
-from ._ext._cg_fast import finish_apply, n_blocks
-from ._linops import Capability
-from ._threads import threads_for
+from .._ext._cg_fast import finish_apply, n_blocks
+from .._linalg.operator import Capability
+from .._core.threads import threads_for
 
 
 class NormalOperator:

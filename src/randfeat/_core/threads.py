@@ -37,7 +37,7 @@ import warnings
 from joblib import cpu_count
 from threadpoolctl import ThreadpoolController
 
-from ._ext._openmp import omp_max_threads, openmp_enabled
+from .._ext._openmp import omp_max_threads, openmp_enabled
 
 _controller = None
 

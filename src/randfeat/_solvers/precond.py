@@ -46,9 +46,9 @@ import time
 import numpy as np
 import scipy.linalg
 
-from ._linops import Capability
-from ._nystrom import DEFAULT_MEMORY_BUDGET, build_nystrom
-from ._threads import single_threaded_blas
+from .._linalg.operator import Capability, MatrixKind
+from .nystrom import DEFAULT_MEMORY_BUDGET, build_nystrom
+from .._core.threads import single_threaded_blas
 
 #: A column is "heavy" when Jacobi leaves its difference directions at an
 #: eigenvalue below 1 / (1 + HEAVY_RATIO), i.e. diag(A)_j > (1 + HEAVY_RATIO)·α.
@@ -207,10 +207,10 @@ class Preconditioner:
 def diagonal_kind(normal, kind):
     """Resolve ``kind`` (not Nyström) to "jacobi" or "block" for this operator.
 
-    "auto" means "block" on operators that set ``prefers_scaled_identity``
+    "auto" means "block" on operators of ``MatrixKind.ONE_HOT_BLOCKS``
     (one-hot block matrices: binning features), "jacobi" elsewhere.
     """
-    if kind == "block" or (kind in ("auto", "nystrom") and getattr(normal.ops, "prefers_scaled_identity", False)):
+    if kind == "block" or (kind in ("auto", "nystrom") and normal.ops.kind is MatrixKind.ONE_HOT_BLOCKS):
         return "block"
     return "jacobi"
 

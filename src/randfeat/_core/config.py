@@ -9,9 +9,9 @@ import sys
 
 import numpy as np
 
-from ._ext._openmp import omp_max_threads, openmp_enabled
-from ._threads import blas_info, effective_n_threads
-from ._version import __version__
+from .._ext._openmp import omp_max_threads, openmp_enabled
+from .threads import blas_info, effective_n_threads
+from .._version import __version__
 
 # Compiled modules that report the vector code path they dispatched to, as a
 # function ``vector_isa() -> str``.  A module listed here but not built yet is
@@ -28,9 +28,7 @@ def _vector_paths():
         if importlib.util.find_spec(f"randfeat._ext.{name}") is None:
             continue  # not part of this build
         # A module that exists but fails to import is a real error: let it raise.
-        mod = importlib.import_module(f"randfeat._ext.{name}")
-        if hasattr(mod, "vector_isa"):
-            paths[name] = mod.vector_isa()
+        paths[name] = importlib.import_module(f"randfeat._ext.{name}").vector_isa()
     return paths
 
 
@@ -72,7 +70,7 @@ def _randfeat_openmp_library():
     that ``randfeat._openmp`` resolves (its own dependency, e.g. a libgomp
     vendored by auditwheel), as several runtimes may be loaded at once.
     """
-    from ._ext import _openmp
+    from .._ext import _openmp
 
     try:
         func = ctypes.CDLL(_openmp.__file__).omp_get_max_threads

@@ -42,7 +42,7 @@ import numpy as np
 import scipy.linalg
 from sklearn.utils._param_validation import InvalidParameterError
 
-from ._threads import single_threaded_blas
+from .._core.threads import single_threaded_blas
 
 #: Stop growing the rank once the smallest kept eigenvalue is <= this · α.
 RANK_ALPHA_RATIO = 10.0

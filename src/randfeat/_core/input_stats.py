@@ -1,0 +1,87 @@
+"""Statistics of a validated input array that parameter draws read (``gamma="scale"``), computed without cancellation.
+
+The in-memory ``InputSummary`` (``randfeat._backends.memory``) answers with
+these; a Dask array's answers come from Dask's reductions
+(``randfeat._backends.dask_input``).
+"""
+
+import numpy as np
+import scipy.sparse as sp
+
+# Rows (dense) or stored values (CSR) per pass of the variance: bounds the
+# float64 temporaries to a few MB whatever the size of X.
+_VARIANCE_CHUNK = 1 << 18
+
+
+def _value_chunks(X):
+    """Yield X's stored values (float64, 1-D) a few MB at a time; CSR: its data only."""
+    if sp.issparse(X):
+        for s in range(0, X.data.shape[0], _VARIANCE_CHUNK):
+            yield X.data[s : s + _VARIANCE_CHUNK].astype(np.float64)
+    else:
+        X = np.asarray(X)
+        step = max(1, _VARIANCE_CHUNK // X.shape[1])
+        for s in range(0, X.shape[0], step):
+            yield X[s : s + step].astype(np.float64).ravel()
+
+
+def entry_variance(X):
+    """Variance of all n·d entries of X (a CSR's implicit zeros included), without cancellation.
+
+    Two passes over X (mean, then the centred sum of squares — never
+    E[x²] − E[x]², which loses every digit when the mean is large against the
+    spread), on X divided by a power of two s ≥ max|x| so that no partial sum
+    overflows; returned as ``(s, v)`` with the variance equal to s²·v
+    (v ≤ 1), so a variance beyond float64 is still described.
+
+    Parameters
+    ----------
+    X : ndarray or CSR matrix, validated (finite)
+
+    Returns
+    -------
+    s : float
+        The power-of-two scale (0 for an all-zero X).
+    v : float
+        Variance of X / s.
+    """
+    n_total = X.shape[0] * X.shape[1]
+    max_abs = max((float(np.abs(c).max()) for c in _value_chunks(X) if c.size), default=0.0)
+    if max_abs == 0.0:
+        return 0.0, 0.0
+    s = float(2.0 ** np.frexp(max_abs)[1])  # dividing by a power of two is exact
+    mean = sum(float(np.sum(c / s)) for c in _value_chunks(X)) / n_total
+    ssd = sum(float(np.sum(np.square(c / s - mean))) for c in _value_chunks(X))
+    n_implicit = n_total - (X.data.shape[0] if sp.issparse(X) else n_total)
+    ssd += n_implicit * mean * mean  # the CSR's implicit zeros
+    return s, ssd / n_total
+
+
+def entry_mean_abs_deviation(X):
+    """Mean absolute deviation of all n·d entries of X from their mean (a CSR's implicit zeros included).
+
+    Two passes (the mean, then Σ|x − mean|), on X divided by a power of two
+    s ≥ max|x| so no partial sum overflows; returned as ``(s, m)`` with the
+    deviation equal to s·m.
+
+    Parameters
+    ----------
+    X : ndarray or CSR matrix, validated (finite)
+
+    Returns
+    -------
+    s : float
+        The power-of-two scale (0 for an all-zero X).
+    m : float
+        Mean absolute deviation of X / s.
+    """
+    n_total = X.shape[0] * X.shape[1]
+    max_abs = max((float(np.abs(c).max()) for c in _value_chunks(X) if c.size), default=0.0)
+    if max_abs == 0.0:
+        return 0.0, 0.0
+    s = float(2.0 ** np.frexp(max_abs)[1])
+    mean = sum(float(np.sum(c / s)) for c in _value_chunks(X)) / n_total
+    sad = sum(float(np.sum(np.abs(c / s - mean))) for c in _value_chunks(X))
+    n_implicit = n_total - (X.data.shape[0] if sp.issparse(X) else n_total)
+    sad += n_implicit * abs(mean)  # the CSR's implicit zeros
+    return s, sad / n_total

@@ -1,0 +1,158 @@
+"""What Ridge, RidgeClassifier and their CV estimators share: parameters, the settings they hand the pipeline,
+storing its result, and predicting from the fitted coefficients."""
+
+import sys
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.utils._param_validation import StrOptions
+from sklearn.utils.validation import check_is_fitted
+
+from .._core.params import ValidatedParamsMixin
+from .._core.threads import effective_n_threads
+from .._core.validation import N_JOBS, Interval, validate_X
+from .._linalg.products import row_products
+from .._maps.contract import FeatureMap
+from .._solvers.nystrom import DEFAULT_MEMORY_BUDGET
+from .._solvers.plan import SOLVERS, RidgeSettings, row_chunks
+from .._solvers.precond import PRECONDITIONERS
+
+
+class BaseRidge(ValidatedParamsMixin, BaseEstimator):
+    """Shared parameters, fit bookkeeping and prediction of Ridge and RidgeClassifier (not public)."""
+
+    _parameter_constraints: dict = {
+        "alpha": [Interval(Real, 0, None, closed="left")],  # finite: inf is excluded
+        "features": [FeatureMap, None],
+        "solver": [StrOptions(set(SOLVERS))],
+        "fit_intercept": ["boolean"],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "max_iter": [Interval(Integral, 1, None, closed="left"), None],
+        "preconditioner": [StrOptions(set(PRECONDITIONERS))],
+        "preconditioner_rank": [Interval(Integral, 1, None, closed="left"), None],
+        "preconditioner_memory": [Interval(Integral, 1, None, closed="left")],
+        "chunk_size": [Interval(Integral, 1, None, closed="left"), None],
+        "verbose": ["verbose"],
+        "n_jobs": N_JOBS,
+    }
+
+    def __init__(
+        self,
+        alpha=1.0,
+        *,
+        features=None,
+        solver="auto",
+        fit_intercept=True,
+        tol=1e-6,
+        max_iter=None,
+        preconditioner="auto",
+        preconditioner_rank=None,
+        preconditioner_memory=DEFAULT_MEMORY_BUDGET,
+        chunk_size=None,
+        verbose=0,
+        n_jobs=None,
+    ):
+        self.alpha = alpha
+        self.features = features
+        self.solver = solver
+        self.fit_intercept = fit_intercept
+        self.tol = tol
+        self.max_iter = max_iter
+        self.preconditioner = preconditioner
+        self.preconditioner_rank = preconditioner_rank
+        self.preconditioner_memory = preconditioner_memory
+        self.chunk_size = chunk_size
+        self.verbose = verbose
+        self.n_jobs = n_jobs
+
+    # ------------------------------------------------------------ validation
+    def _explain_invalid(self, name, value):
+        if name == "features":
+            name = type(self).__name__
+            return (
+                f"{name}(features=...) must be a randfeat feature map such as "
+                f"RandomFourierFeatures(...) or RandomBinningFeatures(...), got "
+                f"{type(value).__name__}. To use another transformer, put it "
+                f"in a sklearn Pipeline before {name}."
+            )
+        return super()._explain_invalid(name, value)
+
+    def _log(self, msg):
+        if self.verbose:
+            print(f"[{type(self).__name__}] {msg}", file=sys.stderr, flush=True)
+
+    def _settings(self):
+        """The ``RidgeSettings`` of this estimator's (validated) parameters."""
+        return RidgeSettings(
+            owner=type(self).__name__, alpha=float(self.alpha), solver=self.solver, fit_intercept=self.fit_intercept,
+            tol=float(self.tol), max_iter=self.max_iter, preconditioner=self.preconditioner,
+            preconditioner_rank=self.preconditioner_rank, preconditioner_memory=int(self.preconditioner_memory),
+            chunk_size=self.chunk_size, n_jobs=self.n_jobs, log=self._log if self.verbose else None,
+        )
+
+    # --------------------------------------------------------------- storing
+    def _store_fit(self, fit, y_shape):
+        """Set the fitted attributes from a ``FitResult``.
+
+        ``y_shape`` is how the targets were given: ``"1d"`` (one target as
+        y of shape (n,)), ``"column"`` (one target as (n, 1)), ``"binary"``
+        (a two-class RidgeClassifier: one ±1 column) or ``"2d"``.  The
+        attributes' shapes follow scikit-learn's Ridge (>= 1.6) and
+        RidgeClassifier (>= 1.9: binary coef_ of shape (n_features,),
+        intercept_ of shape (1,)) for each.
+        """
+        self.solver_ = fit.solver
+        self.n_iter_ = fit.n_iter
+        self.relative_residual_ = fit.residual
+        self.preconditioner_ = fit.preconditioner
+        self._solution = fit.solution
+        if fit.features is not None:
+            self.features_ = fit.features
+        elif "features_" in vars(self):
+            del self.features_  # a refit without features= must not keep the old map
+        one = y_shape != "2d"  # "1d", "column" and "binary": one row of coefficients
+        self.coef_ = fit.coef[0] if one else fit.coef
+        if not self.fit_intercept:
+            self.intercept_ = 0.0  # as scikit-learn's Ridge and RidgeClassifier, whatever y's shape
+        elif y_shape == "1d":
+            self.intercept_ = fit.intercept[0]
+        else:
+            self.intercept_ = fit.intercept
+        if fit.solution is None:
+            self.noise_variance_ = None
+        elif y_shape == "1d":
+            self.noise_variance_ = float(fit.solution.noise_variance[0])
+        else:
+            self.noise_variance_ = fit.solution.noise_variance.copy()
+
+    # ------------------------------------------------------------ prediction
+    def _features_chunks(self, X):
+        """Yield (start, stop, Z block) for the rows of validated X."""
+        features = vars(self).get("features_")  # fitted state, not the parameter
+        if features is None:
+            yield 0, X.shape[0], X
+            return
+        D = int(features.n_features_out_)
+        itemsize = 4 if X.dtype == np.float32 else 8
+        for s, e in row_chunks(X.shape[0], D, itemsize, self.chunk_size):
+            yield s, e, features.transform(X[s:e])
+
+    def _decision(self, X):
+        check_is_fitted(self, "coef_")
+        X = validate_X(self, X, reset=False)
+        self._runtime_params("chunk_size")
+        coef = self.coef_.reshape(-1, self.coef_.shape[-1])
+        K = coef.shape[0]
+        out = np.empty((X.shape[0], K), dtype=coef.dtype)
+        n_threads = effective_n_threads(self.n_jobs)
+        for s, e, Zb in self._features_chunks(X):
+            # Row-independent: a row's prediction has the same bits in any chunk, on any worker.
+            out[s:e] = row_products(Zb, coef.T, n_threads)
+        out += np.asarray(self.intercept_, dtype=out.dtype)  # scalar, (1,) or (K,): broadcasts
+        return X, out
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags

@@ -1,0 +1,192 @@
+"""RidgeClassifier: the least-squares classifier on ±1 targets, one-vs-rest, on (random) features."""
+
+import numpy as np
+from sklearn.base import ClassifierMixin
+from sklearn.preprocessing import LabelBinarizer
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted
+
+from .._backends import for_input
+from .._core.params import fit_context
+from .base import BaseRidge
+from .partial import PartialFitMixin
+from .targets import SignTargets
+
+
+class RidgeClassifier(ClassifierMixin, PartialFitMixin, BaseRidge):
+    """Classifier by ridge regression on ±1 targets (one-vs-rest), on features.
+
+    Each class gets a target column of +1 (its samples) and −1 (the
+    others); all columns are solved together (one CG pass over Z per
+    iteration serves every class, or one shared Cholesky factor).  Binary
+    problems use a single column.  This is the least-squares classifier of
+    Rahimi & Recht's "Fourier+LS" / "Binning+LS".
+
+    Parameters
+    ----------
+    alpha, features, solver, fit_intercept, tol, max_iter : see Ridge
+        As in :class:`randfeat.Ridge`.
+    preconditioner, preconditioner_rank, preconditioner_memory, chunk_size, verbose, n_jobs : see Ridge
+        As in :class:`randfeat.Ridge`.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+    coef_ : ndarray of shape (n_features_out,) or (n_classes, n_features_out)
+        One row of weights, 1-D, for two classes (as scikit-learn >= 1.9).
+    intercept_ : ndarray of shape (1,) or (n_classes,)
+    n_iter_ : ndarray
+        CG iterations per target column (the same for each: they iterate
+        together); 1 for Cholesky.
+    relative_residual_ : ndarray or None
+    solver_ : str
+    preconditioner_ : str or None
+    features_ : feature map (only when ``features`` is given)
+    n_features_in_ : int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from randfeat import RidgeClassifier
+    >>> X = np.array([[0.0], [1.0], [2.0], [3.0]]); y = [0, 0, 1, 1]
+    >>> RidgeClassifier(alpha=1e-3).fit(X, y).predict([[0.2], [2.8]])
+    array([0, 1])
+    """
+
+    #: Subclasses that choose hyper-parameters by refitting (RidgeClassifierCV)
+    #: cannot update from a block: ``partial_fit`` is then absent.
+    _supports_partial_fit = True
+
+    @fit_context(prefer_skip_nested_validation=False)  # features= is fitted inside: let it validate itself
+    def fit(self, X, y, sample_weight=None):
+        """Fit one-vs-rest ridge regressions on ±1 targets.
+
+        Parameters
+        ----------
+        X : {array-like, CSR matrix} of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,) (or a label indicator matrix)
+        sample_weight : array-like of shape (n_samples,), optional
+
+        Returns
+        -------
+        self : RidgeClassifier
+        """
+        backend = for_input(X)  # in memory, or row blocks on Dask workers
+        X, y, sample_weight = backend.validate_fit(self, X, y, sample_weight, y_numeric=False)
+        targets = SignTargets(backend.labels(y), type(self).__name__)
+        fit = backend.fit_ridge(self._settings(), self.features, X, y, sample_weight, targets)
+        self._label_binarizer = targets.binarizer
+        self.classes_ = targets.classes
+        self._store_fit(fit, targets.shape)
+        return self
+
+    @available_if(lambda est: est._supports_partial_fit)
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
+        """Update the classifier with a block of rows: exactly ``fit`` on all the blocks seen so far.
+
+        As :meth:`randfeat.Ridge.partial_fit` (merged statistics, Cholesky
+        re-solve after every block, first block fixes the feature map,
+        binning refused), with the ±1 target columns of ``classes``.
+
+        Parameters
+        ----------
+        X : {array-like, CSR matrix} of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+            Labels, each one of ``classes``.
+        classes : array-like of shape (n_classes,), default=None
+            Every class of the whole data, required on the first call (as in
+            scikit-learn) since a block need not hold them all; later calls
+            may omit it or repeat it unchanged.  At least 2 classes.  After
+            ``fit`` it defaults to the fitted ``classes_``, but the
+            accumulation starts anew: ``fit`` keeps no statistics.
+        sample_weight : array-like of shape (n_samples,), optional
+
+        Returns
+        -------
+        self : RidgeClassifier
+        """
+
+        def update():
+            first = vars(self).get("_statistics_") is None
+            if first:
+                fitted = vars(self).get("_label_binarizer")
+                if classes is None and fitted is not None and fitted.y_type_ in ("binary", "multiclass"):
+                    classes_given = self.classes_  # after fit: the fitted classes, as scikit-learn
+                else:
+                    classes_given = classes
+                if classes_given is None:
+                    raise ValueError("classes must be passed on the first call to partial_fit "
+                                     "(every class of the whole data; a block need not hold them all)")
+                binarizer = LabelBinarizer(pos_label=1, neg_label=-1).fit(np.asarray(classes_given))
+                if len(binarizer.classes_) < 2:
+                    raise ValueError(f"classes must hold at least 2 classes, got {binarizer.classes_.tolist()!r}")
+                if binarizer.y_type_ not in ("binary", "multiclass"):
+                    raise ValueError(f"partial_fit needs classes as a 1-D array of labels, got {binarizer.y_type_}")
+            else:
+                binarizer = self._label_binarizer
+                if classes is not None and not np.array_equal(np.unique(np.asarray(classes)), self.classes_):
+                    raise ValueError(f"classes={np.unique(classes).tolist()!r} differs from the first call's "
+                                     f"{self.classes_.tolist()!r}")
+            _, Xv, yv, w = self._partial_validate(X, y, sample_weight)
+            check_classification_targets(yv)
+            if yv.ndim != 1:
+                raise ValueError("partial_fit needs y as a 1-D array of labels (multilabel targets: use fit)")
+            unknown = np.setdiff1d(yv, binarizer.classes_)
+            if unknown.size:
+                raise ValueError(f"y has labels {unknown[:5].tolist()!r} not in classes={binarizer.classes_.tolist()!r}")
+            Y = np.asarray(binarizer.transform(yv), dtype=np.float64)
+            fit = self._partial_update(first, Xv, Y, w)
+            self._label_binarizer = binarizer
+            self.classes_ = binarizer.classes_
+            self._store_fit(fit, "binary" if len(binarizer.classes_) == 2 else "2d")
+
+        return self._partial_fit_transaction(update)
+
+    def decision_function(self, X):
+        """Return the ±1-regression scores.
+
+        Parameters
+        ----------
+        X : {array-like, CSR matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        scores : ndarray of shape (n_samples,) for two classes, else (n_samples, n_classes)
+            Positive for the class (binary: for ``classes_[1]``).
+        """
+        check_is_fitted(self, "coef_")
+        return for_input(X).map_rows(self._decision_function, X, self.n_features_in_, type(self).__name__)
+
+    def _decision_function(self, X):
+        """``decision_function`` of rows in memory."""
+        _, out = self._decision(X)
+        return out[:, 0] if out.shape[1] == 1 else out
+
+    def predict(self, X):
+        """Return the class with the highest score (binary: score > 0).
+
+        Parameters
+        ----------
+        X : {array-like, CSR matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,)
+        """
+        check_is_fitted(self, "coef_")
+        return for_input(X).map_rows(self._predict, X, self.n_features_in_, type(self).__name__)
+
+    def _predict(self, X):
+        """``predict`` of rows in memory."""
+        scores = self._decision_function(X)
+        if self._label_binarizer.y_type_.startswith("multilabel"):
+            return self._label_binarizer.inverse_transform(np.where(scores > 0, 1, -1))
+        if scores.ndim == 1:
+            return self.classes_[(scores > 0).astype(int)]
+        return self.classes_[np.argmax(scores, axis=1)]
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_label = True
+        return tags

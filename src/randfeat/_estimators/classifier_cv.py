@@ -1,0 +1,115 @@
+"""RidgeClassifierCV: the ridge classifier with alpha (and gamma) chosen without refitting."""
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.metrics import check_scoring
+from sklearn.utils._param_validation import InvalidParameterError
+
+from .._backends import for_input
+from .._core.params import fit_context
+from .classifier import RidgeClassifier
+from .ridge_cv import RidgeCVMixin
+from .targets import SignTargets
+
+
+class RidgeClassifierCV(RidgeCVMixin, RidgeClassifier):
+    """Ridge classifier (±1 targets, one-vs-rest) with alpha chosen by efficient leave-one-out.
+
+    The regression on the ±1 target columns of :class:`RidgeClassifier`,
+    with alpha chosen as in :class:`RidgeCV` (all columns share one alpha).
+
+    Parameters
+    ----------
+    alphas, features, gammas, cv, fit_intercept, store_cv_results, chunk_size, verbose, n_jobs
+        As in :class:`RidgeCV`.
+    scoring : str, callable or None, default=None
+        None: negated mean squared leave-one-out error on the ±1 target
+        columns (scikit-learn's convention).  Otherwise a scorer (e.g.
+        ``"accuracy"``) applied to the classes predicted from the
+        leave-one-out decision values.
+    alpha_per_target : bool, default=False
+        Must be False (a classifier's columns share one alpha); present so
+        the signature matches :class:`RidgeCV`.
+
+    Attributes
+    ----------
+    alpha_ : float
+    best_score_ : float
+    classes_ : ndarray of shape (n_classes,)
+    coef_ : ndarray of shape (n_features_out,) (two classes) or (n_classes, n_features_out)
+        As scikit-learn's ``RidgeClassifierCV`` (``RidgeClassifier`` keeps
+        (1, n_features_out) for two classes).
+    intercept_ : float or ndarray of shape (1,) or (n_classes,)
+    cv_results_ : ndarray of shape (n_samples, n_targets, n_alphas)
+        With ``store_cv_results`` (see :class:`RidgeCV`).
+    features_ : feature map (only when ``features`` is given)
+    gamma_, gammas_, gamma_scores_
+        As in :class:`RidgeCV` (only with ``gammas``).
+    n_features_in_ : int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from randfeat import RidgeClassifierCV
+    >>> X = np.array([[0.0], [1.0], [2.0], [3.0], [0.5], [2.5]]); y = [0, 0, 1, 1, 0, 1]
+    >>> RidgeClassifierCV(alphas=[1e-3, 1.0]).fit(X, y).predict([[0.2], [2.8]])
+    array([0, 1])
+    """
+
+    _supports_partial_fit = False  # alpha (and gamma) are chosen on all the rows at once
+
+    _parameter_constraints = RidgeCVMixin._parameter_constraints
+
+    def _check_param_combinations(self):
+        super()._check_param_combinations()
+        if self.alpha_per_target:
+            raise InvalidParameterError(
+                "RidgeClassifierCV chooses one alpha for all its target columns: alpha_per_target must be False."
+            )
+
+    @fit_context(prefer_skip_nested_validation=False)  # features= is fitted inside: let it validate itself
+    def fit(self, X, y, sample_weight=None):
+        """Choose alpha and fit one-vs-rest ridge regressions on ±1 targets at it.
+
+        Parameters
+        ----------
+        X : {array-like, CSR matrix} of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,), optional
+
+        Returns
+        -------
+        self : RidgeClassifierCV
+        """
+        backend = for_input(X)
+        backend.check_selection(type(self).__name__)  # Dask: a clear error before anything is read
+        X, y, sample_weight = backend.validate_fit(self, X, y, sample_weight, y_numeric=False)
+        targets = SignTargets(backend.labels(y), type(self).__name__)
+
+        def score(pred, y_true, per_target, params):
+            scorer = check_scoring(self, scoring=self.scoring)
+            est = _IdentityClassifier(targets.classes)
+            return np.array([scorer(est, pred[:, :, i], y_true, **params) for i in range(pred.shape[2])])
+
+        sel = backend.select(self._selection_settings(score), self.features, X, y, sample_weight, targets)
+        self._label_binarizer = targets.binarizer
+        self.classes_ = targets.classes
+        # Shapes as scikit-learn's RidgeClassifierCV: a binary problem's one column is ravelled.
+        self._store(sel, "column" if targets.n_targets == 1 else "2d")
+        return self
+
+
+class _IdentityClassifier(ClassifierMixin, BaseEstimator):
+    """A classifier whose decision values are its input (to score held-out decision values)."""
+
+    def __init__(self, classes):
+        self.classes = classes
+        self.classes_ = classes
+
+    def decision_function(self, X):
+        return X[:, 0] if X.shape[1] == 1 else X
+
+    def predict(self, X):
+        if X.shape[1] == 1:
+            return self.classes_[(X[:, 0] > 0).astype(int)]
+        return self.classes_[np.argmax(X, axis=1)]

@@ -1,0 +1,90 @@
+"""Exact incremental fitting: ``partial_fit`` of Ridge and RidgeClassifier by merged sufficient statistics.
+
+Each call merges the block's ``RidgeStatistics`` (``plan.block_statistics``,
+the same accumulate loop as ``fit``) into the estimator's and re-solves, so
+after any sequence of blocks the model is the one ``fit`` gives on their
+concatenation.
+"""
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import ClassifierMixin, RegressorMixin, clone
+from sklearn.utils.validation import check_array, check_consistent_length, column_or_1d
+
+from .._core.protocols import OutputKind
+from .._core.threads import effective_n_threads
+from .._core.validation import check_sample_weight, validate_X, validate_X_y
+from .._solvers import plan
+
+_BINNING_PARTIAL_FIT = (
+    "{name}.partial_fit does not support sparse feature maps such as {features}: their "
+    "vocabulary of occupied bins grows with every block (a bin first seen in a later block is a "
+    "new column, changing every earlier row's features), and their CG solve needs all the rows "
+    "at every iteration, so no fixed-size statistics can be merged. Fit on all rows with "
+    "{name}.fit, or use RandomFourierFeatures, whose width is fixed by the first block."
+)
+
+
+class PartialFitMixin:
+    """``partial_fit`` machinery shared by Ridge and RidgeClassifier (exact, by merged statistics).
+
+    The running statistics live in ``_statistics_`` (a ``RidgeStatistics``);
+    its trailing underscore makes ``fit`` (``fit_context``) drop it, so a
+    ``fit`` ends any accumulation and the next ``partial_fit`` starts anew.
+    """
+
+    def _partial_fit_transaction(self, update):
+        """Validate the parameters, run ``update()``; on any exception restore the estimator's state."""
+        self._validate_params()
+        if self.solver == "cg":
+            raise ValueError(
+                f"{type(self).__name__}.partial_fit solves from merged Gram statistics (Cholesky); "
+                f"solver='cg' cannot be updated incrementally. Use solver='auto' or 'cholesky'."
+            )
+        saved = dict(vars(self))
+        try:
+            update()
+        except BaseException:
+            vars(self).clear()
+            vars(self).update(saved)
+            raise
+        return self
+
+    def _partial_validate(self, X, y, sample_weight):
+        """Validate a block; on the first call fix n_features_in_ and the feature map."""
+        first = vars(self).get("_statistics_") is None
+        if first:
+            X, y = validate_X_y(self, X, y, y_numeric=isinstance(self, RegressorMixin))
+        else:
+            # Later blocks: X must match the first block's width (and names).
+            X = validate_X(self, X, reset=False)
+            if sp.issparse(y):
+                raise TypeError("A sparse y was passed, but the targets must be dense; use y.toarray().")
+            y = check_array(y, ensure_2d=False, dtype=np.float64 if isinstance(self, RegressorMixin) else None,
+                            input_name="y")
+            check_consistent_length(X, y)
+        if isinstance(self, ClassifierMixin) and y.ndim == 2 and y.shape[1] == 1:
+            y = column_or_1d(y, warn=True)
+        return first, X, y, check_sample_weight(sample_weight, X)
+
+    def _partial_update(self, first, X, Y, sample_weight):
+        """Merge the statistics of block (X, Y) into the running ones and re-solve; return the ``FitResult``."""
+        if first:
+            if self.features is not None and self.features.output_kind is OutputKind.CSR:
+                raise ValueError(_BINNING_PARTIAL_FIT.format(name=type(self).__name__,
+                                                             features=type(self.features).__name__))
+            features = None if self.features is None else clone(self.features).fit(X)
+        else:
+            features = vars(self).get("features_")
+        stats = plan.block_statistics(features, X, Y, sample_weight, self.fit_intercept,
+                                      effective_n_threads(self.n_jobs), self.chunk_size)
+        if not first:
+            if stats.n_targets != self._statistics_.n_targets:
+                raise ValueError(
+                    f"y has {stats.n_targets} target(s) in this partial_fit block but "
+                    f"{self._statistics_.n_targets} in the earlier ones"
+                )
+            stats = self._statistics_.merge(stats)
+        sol = stats.solve(float(self.alpha))
+        self._statistics_ = stats
+        return plan.cholesky_result(sol, features)

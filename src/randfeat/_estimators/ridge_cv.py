@@ -1,0 +1,300 @@
+"""RidgeCV: ridge regression with alpha (and gamma) chosen without refitting, on features.
+
+The estimator holds the parameters, encodes the targets, makes one call
+into the selection engine (``randfeat._solvers.selection``, run by the
+backend ``randfeat._backends.for_input(X)`` picks) and stores the result.
+``RidgeClassifierCV`` (``classifier_cv.py``) shares ``RidgeCVMixin``.
+"""
+
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import BaseEstimator, RegressorMixin, is_classifier
+from sklearn.metrics import check_scoring, get_scorer_names
+from sklearn.utils._param_validation import InvalidParameterError, StrOptions
+from sklearn.utils.validation import check_is_fitted
+
+from .._backends import for_input
+from .._core.params import fit_context
+from .._core.validation import N_JOBS, Interval
+from .._maps.contract import FeatureMap
+from .._solvers.selection import SelectionSettings, as_positive
+from .base import BaseRidge
+from .targets import RealTargets
+
+
+class RidgeCVMixin:
+    """Shared parameters and closed-form selection of RidgeCV and RidgeClassifierCV."""
+
+    _parameter_constraints: dict = {
+        "alphas": ["array-like", Interval(Real, 0, None, closed="neither")],
+        "features": [FeatureMap, None],
+        "gammas": ["array-like", StrOptions({"auto"}), None],
+        "cv": [None, StrOptions({"gcv"}), Interval(Integral, 2, None, closed="left"), "cv_object"],
+        "scoring": [StrOptions(set(get_scorer_names())), callable, None],
+        "fit_intercept": ["boolean"],
+        "alpha_per_target": ["boolean"],
+        "store_cv_results": ["boolean"],
+        "chunk_size": [Interval(Integral, 1, None, closed="left"), None],
+        "verbose": ["verbose"],
+        "n_jobs": N_JOBS,
+    }
+
+    def __init__(
+        self,
+        alphas=(0.1, 1.0, 10.0),
+        *,
+        features=None,
+        gammas=None,
+        cv=None,
+        scoring=None,
+        fit_intercept=True,
+        alpha_per_target=False,
+        store_cv_results=False,
+        chunk_size=None,
+        verbose=0,
+        n_jobs=None,
+    ):
+        self.alphas = alphas
+        self.features = features
+        self.gammas = gammas
+        self.cv = cv
+        self.scoring = scoring
+        self.fit_intercept = fit_intercept
+        self.alpha_per_target = alpha_per_target
+        self.store_cv_results = store_cv_results
+        self.chunk_size = chunk_size
+        self.verbose = verbose
+        self.n_jobs = n_jobs
+
+    def _explain_invalid(self, name, value):
+        if name == "cv":
+            return (f"cv must be None (leave-one-out), 'gcv', a number of folds >= 2 or a scikit-learn "
+                    f"splitter; got {value!r}.")
+        return super()._explain_invalid(name, value)
+
+    def _check_param_combinations(self):
+        as_positive("alphas", self.alphas)
+        if self.gammas is not None:
+            if self.features is None or "gamma" not in self.features.get_params():
+                raise InvalidParameterError(
+                    f"{type(self).__name__}(gammas=...) needs a feature map with a gamma, e.g. "
+                    f"features=RandomFourierFeatures(...); got features={self.features!r}."
+                )
+            if not (isinstance(self.gammas, str) and self.gammas == "auto"):
+                as_positive("gammas", self.gammas)
+        if self.cv == "gcv" and self.scoring is not None:
+            raise InvalidParameterError(
+                f"{type(self).__name__}(cv='gcv') scores by generalised cross-validation, a squared-error "
+                f"criterion; it cannot use scoring={self.scoring!r}. Use cv=None (leave-one-out) with a scorer."
+            )
+
+    def _selection_settings(self, score):
+        """The ``SelectionSettings`` of this estimator's (validated) parameters; ``score`` scores predictions."""
+        return SelectionSettings(
+            owner=type(self).__name__, alphas=as_positive("alphas", self.alphas), gammas=self.gammas, cv=self.cv,
+            scoring=self.scoring, score=score, classifier=is_classifier(self),
+            fit_intercept=self.fit_intercept, alpha_per_target=self.alpha_per_target,
+            store_cv_results=self.store_cv_results, chunk_size=self.chunk_size, n_jobs=self.n_jobs,
+            log=self._log if self.verbose else None,
+        )
+
+    def _store(self, sel, y_shape):
+        """Set the fitted attributes from a ``Selection`` (shapes as scikit-learn's RidgeCV)."""
+        dtype = np.float32 if sel.dtype == np.float32 else np.float64
+        coef = sel.coef.astype(dtype)
+        one = y_shape in ("1d", "column")
+        self.alpha_ = sel.alpha
+        self.best_score_ = sel.best_score
+        self.coef_ = coef[0] if one else coef
+        if not self.fit_intercept:
+            self.intercept_ = 0.0
+        elif y_shape == "1d":
+            self.intercept_ = float(sel.intercept[0])
+        else:
+            self.intercept_ = sel.intercept.astype(dtype)
+        self._solution = None
+        if sel.gamma is not None:
+            self.gamma_, self.gammas_, self.gamma_scores_ = sel.gamma, sel.gammas, sel.gamma_scores
+        if sel.features is not None:
+            self.features_ = sel.features
+        if self.store_cv_results:
+            res = sel.results
+            if self.cv == "gcv":
+                self.cv_results_ = res[0] if y_shape == "1d" else res
+            else:
+                self.cv_results_ = res[:, 0, :] if y_shape == "1d" else res
+
+
+class RidgeCV(RidgeCVMixin, RegressorMixin, BaseRidge):
+    """Ridge regression with alpha chosen by efficient leave-one-out (or GCV), on features.
+
+    Every alpha is scored from one eigendecomposition — of the D × D
+    centred weighted Gram matrix of the features, or of the N × N kernel
+    matrix when X is a materialised dense matrix with fewer rows than
+    columns — by the closed forms of scikit-learn's ``RidgeCV``; the model
+    is then the ridge solution at the chosen alpha.
+
+    Parameters
+    ----------
+    alphas : array-like of float, default=(0.1, 1.0, 10.0)
+        Regularisation strengths to try, each finite and > 0.
+    features : randfeat feature map or None, default=None
+        E.g. ``RandomFourierFeatures(2000)``: cloned and fitted on X
+        (``features_``).  Dense features are streamed: the Gram matrix is
+        accumulated chunk by chunk and the leverages come from a second
+        streaming pass, so the N × D matrix is never held.  Sparse features
+        (binning) are materialised: up to 10000 columns they are densified
+        a chunk at a time for leave-one-out; wider ones are selected by
+        k-fold CG fits (see ``cv``).  None: X is the feature matrix.
+    gammas : array-like of float, "auto" or None, default=None
+        Kernel widths to choose from (needs ``features`` with a ``gamma``).
+        The map's random variables are drawn once (its ``random_state``) and
+        rescaled per gamma by the kernel's own scaling, so each gamma's
+        features are bit-identical to a map fitted on its own at that gamma;
+        alpha is chosen for each as above and the gamma with the best score
+        wins (``gamma_``, ``features_``).  Dense (Fourier) features with
+        leave-one-out or GCV: the n_gammas Gram matrices are accumulated in
+        a single pass over X (and the leverages in a second, none for GCV)
+        when together they fit half the available memory (n_gammas · D² ·
+        8 bytes, 12 for float32 X); otherwise each gamma makes its own
+        passes.  Either way each block of X is transformed once per gamma.
+        ``"auto"``: γ_med · (0.1, 0.3, 1, 3, 10), γ_med = 1 / the median
+        pairwise squared Euclidean distance (L1 distance for the Laplacian
+        kernel) among at most 1000 rows drawn with seed 0.
+    cv : None, "gcv", int >= 2 or a scikit-learn splitter, default=None
+        None: exact leave-one-out for every alpha — except for sparse
+        features wider than 10000 columns (binning), where it means 5-fold.
+        ``"gcv"``: generalised cross-validation (RSS/N)/(1 − dof/N)², from
+        the eigenvalues and the sufficient statistics alone (no second pass
+        over the data).  An int or a splitter (``KFold``; stratified for
+        the classifier, as ``check_cv``): k-fold, one fit per fold for all
+        alphas — on sparse features the alpha path from large to small
+        with warm starts and one preconditioner build (``cg_ridge_path``,
+        tol 1e-6), on dense features one eigendecomposition per fold (a
+        pass over the fold's rows each).  Every row must be held out exactly
+        once; the scores are those of the pooled held-out predictions (as
+        for leave-one-out), and the model is refitted on all rows.
+    scoring : str, callable or None, default=None
+        None: negated mean of w_i·e_i² over the leave-one-out residuals e
+        (scikit-learn's convention).  Otherwise a scikit-learn scorer name
+        or callable, applied to the leave-one-out predictions.
+    fit_intercept : bool, default=True
+        Fit an unpenalised intercept.
+    alpha_per_target : bool, default=False
+        With several targets, choose an alpha for each.
+    store_cv_results : bool, default=False
+        Keep ``cv_results_``.
+    chunk_size : int or None, default=None
+        Rows per chunk of features (None: as many as fit in 64 MiB).
+    verbose : int, default=0
+        Print progress to stderr: each gamma's best alpha and score, each
+        fold's fit time (k-fold), the selection time.
+    n_jobs : int or None, default=None
+        Threads for the Gram accumulation.  Results do not depend on it.
+
+    Attributes
+    ----------
+    alpha_ : float or ndarray of shape (n_targets,)
+        The chosen alpha (per target with ``alpha_per_target``).
+    best_score_ : float or ndarray of shape (n_targets,)
+        Score of the chosen alpha (higher is better).
+    coef_ : ndarray of shape (n_features_out,) or (n_targets, n_features_out)
+    intercept_ : float or ndarray of shape (n_targets,)
+    cv_results_ : ndarray
+        With ``store_cv_results``: shape (n_samples, n_alphas) for 1-d y,
+        (n_samples, n_targets, n_alphas) otherwise, holding the weighted
+        squared leave-one-out errors (``scoring=None``) or the leave-one-out
+        predictions (a scorer); with ``cv="gcv"``, the GCV errors, shape
+        (n_alphas,) or (n_targets, n_alphas).
+    features_ : feature map
+        The fitted clone of ``features`` (only when ``features`` is given),
+        with the chosen gamma when ``gammas`` is given.
+    gamma_ : float
+        The chosen gamma (only with ``gammas``).
+    gammas_ : ndarray of shape (n_gammas,)
+        The gammas tried (resolves ``"auto"``; only with ``gammas``).
+    gamma_scores_ : ndarray of shape (n_gammas,)
+        Best score over the alphas at each gamma (mean over targets); the
+        ``cv_results_`` kept are those of the chosen gamma.
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        Only when X has string column names.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from randfeat import RidgeCV
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.standard_normal((100, 3)); y = X @ [1.0, 2.0, 3.0] + 0.1 * rng.standard_normal(100)
+    >>> model = RidgeCV(alphas=[1e-3, 1e-1, 10.0]).fit(X, y)
+    >>> model.alpha_, model.coef_.round(1)
+    (0.001, array([1., 2., 3.]))
+    """
+
+    _parameter_constraints = RidgeCVMixin._parameter_constraints
+
+    @fit_context(prefer_skip_nested_validation=False)  # features= is fitted inside: let it validate itself
+    def fit(self, X, y, sample_weight=None):
+        """Choose alpha and fit the model at it.
+
+        Parameters
+        ----------
+        X : {array-like, CSR matrix} of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,) or (n_samples, n_targets)
+        sample_weight : array-like of shape (n_samples,), optional
+            Non-negative weights.
+
+        Returns
+        -------
+        self : RidgeCV
+        """
+        backend = for_input(X)
+        backend.check_selection(type(self).__name__)  # Dask: a clear error before anything is read
+        X, y, sample_weight = backend.validate_fit(self, X, y, sample_weight, y_numeric=True)
+        targets = RealTargets(y)
+        settings = self._selection_settings(self._score_predictions)
+        self._store(backend.select(settings, self.features, X, y, sample_weight, targets), targets.shape)
+        return self
+
+    def _score_predictions(self, pred, y_true, per_target, params):
+        """Scores (A,) — (K, A) per target — of held-out predictions (N, K, A) by the scorer."""
+        scorer = check_scoring(self, scoring=self.scoring)
+        A = pred.shape[2]
+        if per_target:
+            return np.array([[scorer(_IdentityRegressor(), pred[:, k, i], y_true[:, k], **params) for i in range(A)]
+                             for k in range(pred.shape[1])])
+        squeeze = y_true.shape[1] == 1
+        return np.array([scorer(_IdentityRegressor(), pred[:, 0, i] if squeeze else pred[:, :, i],
+                                y_true[:, 0] if squeeze else y_true, **params) for i in range(A)])
+
+    def predict(self, X):
+        """Predict with the model fitted at the chosen alpha.
+
+        Parameters
+        ----------
+        X : {array-like, CSR matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,) or (n_samples, n_targets)
+        """
+        check_is_fitted(self, "coef_")
+        return for_input(X).map_rows(self._predict, X, self.n_features_in_, type(self).__name__)
+
+    def _predict(self, X):
+        """``predict`` of rows in memory."""
+        _, out = self._decision(X)
+        return out[:, 0] if self.coef_.ndim == 1 else out
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True
+        return tags
+
+
+class _IdentityRegressor(RegressorMixin, BaseEstimator):
+    """An already-"fitted" regressor whose predictions are its input (to score held-out predictions)."""
+
+    def predict(self, X):
+        return X

@@ -1,0 +1,198 @@
+"""Products with a one-hot block CSR matrix (random binning features, one-hot encodings): ``OneHotBlockProducts``."""
+
+import numpy as np
+
+from .._core.threads import threads_for
+from .._ext._onehot_fast import block_ranges, local_bins, n_row_blocks, onehot_matmat, onehot_tmatmat, pad_rows, padded_width
+from .csr import _common_index_dtype, csr_gram_block_of
+from .operator import Capability, FeatureOperator, MatrixKind
+
+
+def aligned_empty(shape, dtype, align=64):
+    """Return an uninitialised C-ordered array whose data start on an ``align``-byte boundary.
+
+    Parameters
+    ----------
+    shape : tuple of int
+    dtype : numpy dtype
+    align : int, default=64
+        A power of two (64: a cache line).
+
+    Returns
+    -------
+    ndarray
+    """
+    dtype = np.dtype(dtype)
+    n = int(np.prod(shape))
+    raw = np.empty(n * dtype.itemsize + align, dtype=np.uint8)
+    offset = (-raw.ctypes.data) % align
+    return raw[offset : offset + n * dtype.itemsize].view(dtype).reshape(shape)
+
+
+def onehot_block_structure(Z, n_threads=1):
+    """Describe CSR ``Z`` as a one-hot block matrix, or return None.
+
+    Z qualifies when every row has the same number G of nonzeros, all of one
+    nonzero value c, and the j-th nonzero of every row lies in the j-th of G
+    disjoint, increasing column ranges.  Costs a few passes over the index
+    array (O(nnz)); done once per fit.
+
+    Parameters
+    ----------
+    Z : scipy.sparse CSR matrix, canonical format
+    n_threads : int, default=1
+        Threads for the block-major copy of the bins (same result for any).
+
+    Returns
+    -------
+    None, or (bins, start, value)
+        bins (G, N) int32 local columns, start (G + 1,) int64 block offsets
+        (start[0] = 0, start[G] = D), value float.
+    """
+    N, D = Z.shape
+    if N == 0 or Z.nnz == 0 or Z.nnz % N:
+        return None
+    G = Z.nnz // N
+    if not np.array_equal(Z.indptr, np.arange(0, Z.nnz + 1, G)):
+        return None
+    value = Z.data[0]
+    if value == 0:
+        return None
+    cols = Z.indices.reshape(N, G)
+    if cols.dtype == np.int32 and Z.data.dtype in (np.float32, np.float64):
+        lo, hi, same = block_ranges(cols, Z.data, float(value), n_threads)
+    else:  # int64 indices (rare): NumPy's reductions
+        lo, hi, same = cols.min(axis=0), cols.max(axis=0), bool(np.all(Z.data == value))
+    if not same or np.any(lo[1:] <= hi[:-1]):
+        return None
+    start = np.empty(G + 1, dtype=np.int64)
+    start[0], start[1:G], start[G] = 0, lo[1:], D
+    if np.any(np.diff(start) > np.iinfo(np.int32).max):
+        return None
+    bins = np.empty((G, N), dtype=np.int32)
+    if cols.dtype == np.int32:
+        local_bins(cols, start, bins, n_threads)
+    else:  # int64 indices (rare): NumPy's transpose
+        bins[...] = (cols - start[:G]).T
+    return bins, start, float(value)
+
+
+class OneHotBlockProducts(FeatureOperator):
+    """Products with a one-hot block CSR matrix (see ``onehot_block_structure``).
+
+    ``Z @ P`` and ``Zᵀ @ U`` by the block-major kernels of ``_ext._onehot_fast``
+    (no value array read, each block's slice of the vector cache-resident,
+    no CSC copy); ``normal`` fuses centring and weights into ``Z @ P``.
+    The Gram block is read from Z's CSR (``csr_gram_block_of``).  Speed
+    against SciPy: DESIGN.md, "One-hot block products".  Memory: the
+    block-major copy of the bins is N·G int32,
+    the size of Z's index array (Z itself is kept for the Gram block).
+
+    Parameters
+    ----------
+    Z : CSR matrix with the one-hot block structure
+    structure : (bins, start, value) from ``onehot_block_structure``
+    n_threads : int
+    """
+
+    capabilities = frozenset(Capability)
+    kind = MatrixKind.ONE_HOT_BLOCKS
+    _EMPTY = np.zeros(0)
+    _NO_SUMS = np.zeros((0, 0))
+
+    def __init__(self, Z, structure, n_threads, entries=None):
+        super().__init__(Z.shape, Z.dtype, threads_for("csr_entries", Z.nnz, n_threads))
+        self.Z = Z
+        self._entries = Z.nnz if entries is None else int(entries)
+        self._csr = (*_common_index_dtype(Z), Z.data)
+        self.bins, self.start, self.value = structure
+        # The same columns row by row (a view of Z's indices, no copy): the
+        # kernel's row path for 2..8 targets.  int64 indices (rare) skip it.
+        N, G = self.bins.shape[1], self.bins.shape[0]
+        self._cols = Z.indices.reshape(N, G) if Z.indices.dtype == np.int32 and N * G > 0 else None
+        self._work = None  # normal()'s N × K intermediate
+        self._pad = None  # the padded copy of Z @ P's operand (``_padded``)
+
+    @property
+    def entries(self):
+        """Entries of the problem's Z: its nnz, or that of the rows merged into it (``make_products``)."""
+        return self._entries
+
+    def _matmat(self, P, shift, w, sums, out=None):
+        P = np.ascontiguousarray(P, dtype=self.dtype)
+        if out is None:
+            out = np.empty((self.shape[0], P.shape[1]), dtype=self.dtype)
+        onehot_matmat(self.bins, self.start, self.value, self._padded(P), out, shift, w, sums, self.n_threads,
+                      self._cols)
+        return out
+
+    def _padded(self, P):
+        """P, or a copy whose rows are padded to ``padded_width`` values on a 64-byte boundary.
+
+        The gathers of Z @ P read P's rows at random: a row that straddles
+        two cache lines costs two (DESIGN.md, "One-hot block products").
+        The padded copy lives in a buffer kept between calls (a fresh one
+        would pay its page faults at every CG iteration).
+        """
+        D, K = P.shape
+        ld = padded_width(K, P.itemsize)
+        if ld == K:
+            return P
+        if self._pad is None or self._pad.dtype != P.dtype or self._pad.shape[1] != ld:
+            self._pad = aligned_empty((D, ld), P.dtype)
+        pad_rows(P, self._pad, self.n_threads)
+        return self._pad
+
+    def matmat(self, P):
+        """Return Z @ P by the block-major kernel."""
+        return self._matmat(P, self._EMPTY, self._EMPTY, self._NO_SUMS)
+
+    def _rmatmat(self, U, dtype, out=None):
+        U = np.ascontiguousarray(U, dtype=dtype)
+        if out is None:
+            out = np.empty((self.shape[1], U.shape[1]), dtype=dtype)
+        onehot_tmatmat(self.bins, self.start, self.value, U, out, self.n_threads)
+        return out
+
+    def rmatmat(self, U):
+        """Return Zᵀ @ U by the block-major kernel (each column block summed by one thread, rows in order)."""
+        return self._rmatmat(U, self.dtype)
+
+    def rmatmat_into(self, U, out):
+        """Write Zᵀ @ U into ``out`` (see ``FeatureOperator.rmatmat_into``)."""
+        return self._rmatmat(U, self.dtype, out)
+
+    def rmatmat_once(self, U):
+        """Return Zᵀ @ U computed in float64, in Z's dtype."""
+        return self._rmatmat(U, np.float64).astype(self.dtype, copy=False)
+
+    def normal(self, P, mup, w, out=None):
+        """Return (Zᵀ W (Z P − 1 mupᵀ), Σ_i w_i (z_iᵀP − mup)): centring and weights fused into Z P."""
+        K = P.shape[1]
+        sums = np.empty((n_row_blocks(self.shape[0]), K))
+        # The N × K intermediate lives in a buffer kept between calls: a fresh
+        # one each CG iteration cost its page faults every time (up to 2× the
+        # product's time at 7 targets on 522000 rows).
+        if self._work is None or self._work.shape[1] != K:
+            self._work = np.empty((self.shape[0], K), dtype=self.dtype)
+        U = self._matmat(P, np.ascontiguousarray(mup, dtype=np.float64), self._EMPTY if w is None else w, sums,
+                         self._work)
+        return self._rmatmat(U, self.dtype, out), sums.sum(axis=0)  # block order: thread-count independent
+
+    def column_sums(self, w):
+        """Return Σ_i w_i Z_ij for each column j, float64."""
+        return self._rmatmat(np.asarray(w, dtype=np.float64)[:, None], np.float64)[:, 0]
+
+    def column_sq_sums(self, w):
+        """Return Σ_i w_i Z_ij² for each column j, float64."""
+        # z_ij² = c·z_ij for the one value c.
+        return self.value * self.column_sums(w)
+
+    def gram_block(self, columns, w):
+        """Return the dense Gram block of ``columns`` (see ``csr_gram_block_of``)."""
+        return csr_gram_block_of(self._csr, self.shape[1], columns, w, self.n_threads)
+
+    def close(self):
+        """Release the block-major bins and the work buffers."""
+        self.bins = None
+        self._work = self._pad = None

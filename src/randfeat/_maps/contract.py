@@ -1,0 +1,254 @@
+"""The feature-map contract: what every randfeat feature map declares and implements.
+
+A map is one module in ``randfeat._maps`` with a class that subclasses
+``FeatureMap`` and, usually, a frozen ``MapState`` dataclass for its fitted
+parameters.  The class declares:
+
+* ``output_kind`` — ``OutputKind.DENSE`` (a C-ordered ndarray in X's float
+  dtype, streamed by the solvers) or ``OutputKind.CSR``;
+* ``capabilities`` — the ``MapCapability`` members it implements, asked as
+  ``feature_map.has(capability)`` (never probed);
+* its parameters (``__init__`` and ``_parameter_constraints``, as
+  scikit-learn), and its public fitted attributes as properties reading
+  the state.
+
+and implements:
+
+* ``_draw(summary) -> state`` — the parameters, drawn from ``random_state``,
+  reading of the training input only what ``summary`` (an ``InputSummary``)
+  offers: shape, dtype, entry variance, column ranges;
+* ``_transform_rows(state, X, n_threads) -> Z`` — the features of validated
+  rows (dense C-ordered float32/float64 ndarray or CSR), written straight
+  into the array it returns;
+* with ``MapCapability.GAMMA_PATH``: ``_draw_path(summary, gammas)``, one
+  state per gamma from a single draw, each bit-identical to a fit at that
+  gamma;
+* with ``MapCapability.MERGEABLE_VOCABULARY`` (a fit that reads every row):
+  ``_fit_rows(state, X, n_threads, return_features)`` in memory, and
+  ``_block_vocabulary(state, Xb)``, ``_merge_vocabularies(a, b)``,
+  ``_state_with_vocabulary(state, vocabulary, n_threads)`` for a fit from
+  row blocks held elsewhere (Dask).
+
+``FeatureMap`` gives the rest: ``fit``, ``transform`` and ``fit_transform``
+for in-memory and Dask input alike (the backend chosen by
+``randfeat._backends.for_input``), ``n_features_out_``,
+``get_feature_names_out``, the fitted state kept as one object (replaced
+whole by a fit, so a failed fit leaves the old one), and pickling that
+checks the state before compiled code trusts it.  A map module imports
+nothing from the estimators or the backends' Dask code; the solvers and
+backends reach a map only through this contract.
+"""
+
+import dataclasses
+
+from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin, clone
+from sklearn.utils.validation import check_is_fitted
+
+from .._backends import for_input
+from .._core.params import ValidatedParamsMixin, fit_context
+from .._core.protocols import MapCapability, OutputKind
+from .._core.threads import effective_n_threads
+from .._core.validation import validate_X
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class MapState:
+    """The fitted parameters of a feature map, one immutable object (subclass it as a frozen dataclass).
+
+    ``check`` runs at construction and when a pickled map is loaded: it
+    must raise ``ValueError`` for any state the map's compiled code could
+    not read safely (shapes, dtypes, index bounds), cheaply (no pass over
+    anything of the size of the data).
+
+    Attributes
+    ----------
+    n_features_out : int
+        The width of the features.
+    """
+
+    n_features_out: int
+
+    def __post_init__(self):
+        self.check()
+
+    def check(self):
+        """Raise ValueError unless the state is consistent (subclasses extend it)."""
+        if not (isinstance(self.n_features_out, int) and self.n_features_out >= 0):
+            raise ValueError(f"n_features_out must be a non-negative int, got {self.n_features_out!r}")
+
+
+class FeatureMap(ClassNamePrefixFeaturesOutMixin, ValidatedParamsMixin, TransformerMixin, BaseEstimator):
+    """Base class of randfeat's feature maps: the declared contract (see the module docstring).
+
+    ``randfeat.Ridge(features=...)`` and the other estimators accept
+    instances of this class only.
+    """
+
+    #: What ``transform`` returns.
+    output_kind = OutputKind.DENSE
+    #: The optional ``MapCapability`` members this class implements.
+    capabilities = frozenset({MapCapability.ROW_INDEPENDENT})
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        # A fit that reads the rows must also be possible from row blocks
+        # (Dask): a map that overrides _fit_rows declares the vocabulary protocol.
+        reads_rows = cls._fit_rows is not FeatureMap._fit_rows
+        if reads_rows and MapCapability.MERGEABLE_VOCABULARY not in cls.capabilities:
+            raise TypeError(f"{cls.__name__} implements _fit_rows without declaring MERGEABLE_VOCABULARY")
+        if MapCapability.GAMMA_PATH in cls.capabilities and cls._draw_path is FeatureMap._draw_path:
+            raise TypeError(f"{cls.__name__} declares GAMMA_PATH but does not implement _draw_path")
+
+    @classmethod
+    def has(cls, capability):
+        """Return True if this map implements ``capability``.
+
+        Parameters
+        ----------
+        capability : MapCapability
+
+        Returns
+        -------
+        bool
+        """
+        return capability in cls.capabilities
+
+    # ------------------------------------------------------- what a map implements
+    def _draw(self, summary):
+        """Return the fitted state drawn for the input ``summary`` describes (an ``InputSummary``)."""
+        raise NotImplementedError
+
+    def _transform_rows(self, state, X, n_threads):
+        """Return the features of validated rows ``X`` under ``state``."""
+        raise NotImplementedError
+
+    def _draw_path(self, summary, gammas):
+        """Return one state per gamma from a single draw (``MapCapability.GAMMA_PATH``)."""
+        raise NotImplementedError
+
+    def _fit_rows(self, state, X, n_threads, return_features):
+        """Return (state, features or None) after reading the rows of X (maps without a vocabulary: nothing to read)."""
+        return state, (self._transform_rows(state, X, n_threads) if return_features else None)
+
+    def _legacy_state(self, attributes):
+        """Return the state of a map pickled by randfeat 0.1.0 from its attributes (a dict it pops them from)."""
+        raise ValueError(f"cannot read this pickle of {type(self).__name__}: it has no fitted state")
+
+    # ------------------------------------------------------------------ the API
+    @fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y=None):
+        """Fit the map on X: draw its random parameters (and read what it needs of X).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix, dask array} of shape (n_samples, n_features)
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : object
+        """
+        self._state, _ = for_input(X).fit_map(self, X, return_features=False)
+        return self
+
+    @fit_context(prefer_skip_nested_validation=True)
+    def fit_transform(self, X, y=None):
+        """Fit to X and return its features (all or nothing: a failure leaves the map as it was).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix, dask array} of shape (n_samples, n_features)
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        Z : ndarray, sparse matrix or dask array of shape (n_samples, n_features_out_)
+        """
+        self._state, Z = for_input(X).fit_map(self, X, return_features=True)
+        return Z
+
+    def transform(self, X):
+        """Compute the features of X.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix, dask array} of shape (n_samples, n_features_in_)
+
+        Returns
+        -------
+        Z : ndarray, sparse matrix or dask array of shape (n_samples, n_features_out_)
+            X's float dtype (float32 stays float32).  For a Dask array X, a
+            lazy Dask array with X's row chunks, computed block by block on
+            the workers.
+        """
+        return for_input(X).transform_map(self, self._fitted_state(), X)
+
+    def _fit_gamma_path(self, X, gammas):
+        """Return one fitted clone of this map per gamma (``RidgeCV(gammas=...)``).
+
+        With ``MapCapability.GAMMA_PATH`` the parameters are drawn once and
+        rescaled per gamma (``_draw_path``); otherwise each clone is fitted
+        at its gamma.  Either way each clone equals
+        ``clone(self).set_params(gamma=g).fit(X)`` (same ``random_state``).
+
+        Parameters
+        ----------
+        X : validated ndarray or CSR matrix
+        gammas : sequence of float
+
+        Returns
+        -------
+        maps : list of FeatureMap
+        """
+        maps = [clone(self).set_params(gamma=float(g)) for g in gammas]
+        if not self.has(MapCapability.GAMMA_PATH):
+            return [m.fit(X) for m in maps]
+        states = maps[0]._draw_path(for_input(X).summary(X), [m.gamma for m in maps])
+        for m, state in zip(maps, states):
+            validate_X(m, X, reset=True)
+            m._state = state
+        return maps
+
+    # ------------------------------------------------------------- the state
+    def _fitted_state(self):
+        """The fitted state; scikit-learn's NotFittedError (an AttributeError too) before ``fit``."""
+        check_is_fitted(self)
+        return self._state
+
+    def __sklearn_is_fitted__(self):
+        """Return True once ``fit`` has succeeded (scikit-learn's fitted check)."""
+        return vars(self).get("_state") is not None
+
+    @property
+    def n_features_out_(self):
+        """int: the width of the features."""
+        return self._fitted_state().n_features_out
+
+    @property
+    def _n_features_out(self):
+        # Read by ClassNamePrefixFeaturesOutMixin.get_feature_names_out.
+        return self.n_features_out_
+
+    def _threads(self):
+        """Threads for a kernel call: the current (validated) ``n_jobs``, or all cores for maps without one."""
+        if "n_jobs" in self._parameter_constraints:
+            return self._n_threads()
+        return effective_n_threads(None)
+
+    def __setstate__(self, state):
+        state = dict(state)
+        if "_state" not in state and "n_features_out_" in state:
+            # A map pickled by randfeat 0.1.0 kept its parameters as separate attributes.
+            state["_state"] = self._legacy_state(state)
+        super().__setstate__(state)
+        fitted = vars(self).get("_state")
+        if fitted is not None:
+            fitted.check()  # the unpickled arrays are what compiled code will read
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.transformer_tags.preserves_dtype = ["float64", "float32"]
+        return tags
