@@ -110,22 +110,10 @@ def claim1_epsilon(D, d, sigma, diam):
 
 
 def fourier_features(X, D, sampling, seed, n_jobs, **kw):
-    """Features of X from a freshly fitted map (sorf/fastfood through randfeat._maps.structured)."""
+    """Features of X from a freshly fitted RandomFourierFeatures."""
     import randfeat
 
-    if sampling not in ("sorf", "fastfood"):
-        return randfeat.RandomFourierFeatures(D, sampling=sampling, random_state=seed, n_jobs=n_jobs, **kw).fit_transform(X)
-    # Until RandomFourierFeatures takes sampling="sorf"/"fastfood" (issue 26, phase 2).
-    from randfeat._kernels import KERNELS
-    from randfeat._maps.structured import draw_structured, multipliers, structured_features
-
-    kernel, fmap, nu = kw.get("kernel", "rbf"), kw.get("feature_map", "cossin"), kw.get("nu", 1.5)
-    n_freq = (D + 1) // 2 if fmap == "cossin" else D
-    rng = np.random.default_rng(seed)
-    draw = draw_structured(KERNELS[kernel], sampling, X.shape[1], n_freq, nu, rng)
-    b = rng.uniform(0, 2 * np.pi, n_freq if fmap == "cos" else 1)
-    mult = multipliers(KERNELS[kernel], draw, kw["gamma"])
-    return structured_features(np.ascontiguousarray(X, dtype=np.float64), draw, mult, fmap, D, b, n_jobs or 2)
+    return randfeat.RandomFourierFeatures(D, sampling=sampling, random_state=seed, n_jobs=n_jobs, **kw).fit_transform(X)
 
 
 def measure(profile, n_jobs):

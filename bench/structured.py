@@ -5,9 +5,9 @@ For N = 8000 rows, d in {64, 256, 1024, 4096}, D in {4096, 16384} (the
 ``cossin`` map: D/2 frequencies), float32 and float64, 1 thread and all
 threads, it times in one run, alternating, the median of the repeats of:
 
-* ``sorf``, ``fastfood``: randfeat's structured maps (``_maps.structured``:
-  the compiled Walsh–Hadamard transform fused with the sin/cos), O(D log d)
-  per row, parameters O(D);
+* ``sorf``, ``fastfood``: ``RandomFourierFeatures(sampling=...)`` with the
+  structured samplings (the compiled Walsh–Hadamard transform fused with
+  the sin/cos), O(D log d) per row, parameters O(D);
 * ``orthogonal``, ``iid``: ``RandomFourierFeatures(sampling=...)``, the
   dense map X @ W (d × D/2) fused with the sin/cos;
 * ``RBFSampler``: scikit-learn's ``RBFSampler(n_components=D)`` (the ``cos``
@@ -55,13 +55,10 @@ def make_methods(X, D, n_jobs):
 
     import randfeat
     from randfeat._ext import _structured_fast
-    from randfeat._kernels import KERNELS
-    from randfeat._maps.structured import draw_structured, multipliers, structured_features
 
     n, d = X.shape
     gamma = 1.0 / d  # X @ W of order 1, as for standardised data
     threads = n_jobs if n_jobs is not None else randfeat.get_config()["default_n_threads"]
-    methods = {}
     a = np.random.default_rng(1).uniform(-3, 3, D // 2).astype(X.dtype)
 
     def floor():
@@ -69,19 +66,13 @@ def make_methods(X, D, n_jobs):
         _structured_fast.trig_floor(a, out, np.sqrt(2.0 / D), threads)
         return out
 
-    methods["floor"] = floor
-    # Until RandomFourierFeatures has sampling="sorf"/"fastfood" (issue 26,
-    # phase 2) the structured maps are timed through their feature function.
-    for s in ("sorf", "fastfood"):
-        draw = draw_structured(KERNELS["rbf"], s, d, D // 2, 1.5, np.random.default_rng(0))
-        mult = multipliers(KERNELS["rbf"], draw, gamma)
-        methods[s] = lambda draw=draw, mult=mult: structured_features(X, draw, mult, "cossin", D, None, threads)
-    for s in ("orthogonal", "iid"):
+    methods = {"floor": floor}
+    for s in ("sorf", "fastfood", "orthogonal", "iid"):
         est = randfeat.RandomFourierFeatures(D, gamma=gamma, sampling=s, random_state=0, n_jobs=n_jobs).fit(X)
-        methods[s] = est.transform
+        methods[s] = lambda est=est: est.transform(X)
     rbf = RBFSampler(gamma=gamma, n_components=D, random_state=0).fit(X)
-    methods["RBFSampler"] = rbf.transform
-    return {k: (lambda f=f: f(X)) if k in ("orthogonal", "iid", "RBFSampler") else f for k, f in methods.items()}
+    methods["RBFSampler"] = lambda: rbf.transform(X)
+    return methods
 
 
 def time_alternating(methods, repeats):

@@ -24,7 +24,7 @@ import scipy.sparse as sp
 
 from randfeat import kernel_matrix
 from randfeat._ext import _fourier_fast, _structured_fast
-from randfeat._kernels import KERNELS
+from randfeat._maps.kernels import KERNELS
 from randfeat._maps.structured import (
     block_log2,
     draw_structured,

@@ -46,9 +46,10 @@ from typing import Optional
 import numpy as np
 import scipy.sparse as sp
 
+from .._core.memory import check_memory
+from .._core.threads import threads_for
 from .._ext import _structured_fast
-from .._memory import check_memory
-from .._threads import threads_for
+from .contract import MapState
 
 STRUCTURED_SAMPLINGS = ("sorf", "fastfood")
 
@@ -264,7 +265,7 @@ def _overflow_bound(X, draw, params):
     return max_x * grow * max(1.0, mult)
 
 
-def structured_features(X, draw, mult, feature_map, n_components, b, n_threads, *, epilogue=None):
+def structured_features(X, draw, mult, feature_map, n_components, b, n_threads, *, epilogue=None, params=None):
     """Return the structured random Fourier features of X (validated: float32/float64, dense or CSR).
 
     Parameters
@@ -283,6 +284,8 @@ def structured_features(X, draw, mult, feature_map, n_components, b, n_threads, 
     epilogue : {'args'} or None
         ``'args'``: return the arguments a = Wᵀx themselves (n_freq columns;
         tests and benchmarks).
+    params : _KernelParams or None
+        ``kernel_params(draw, mult, X.dtype)``, if already laid out.
 
     Returns
     -------
@@ -313,7 +316,8 @@ def structured_features(X, draw, mult, feature_map, n_components, b, n_threads, 
         f"the features of {X.shape[0]} rows ({X.shape[0]} x {width} {dtype.name})",
         "fit a model on them without holding them with Ridge(features=...), or transform X in chunks of rows",
     )
-    params = kernel_params(draw, mult, dtype)
+    if params is None or params.mult.dtype != dtype:
+        params = kernel_params(draw, mult, dtype)
     b = np.zeros(0, dtype=dtype) if b is None else np.ascontiguousarray(b, dtype=dtype)
     out = np.empty((X.shape[0], width), dtype=dtype)  # pages first touched by the writing threads
     n_threads = threads_for("fourier_output", out.size, n_threads)
@@ -335,3 +339,76 @@ def structured_features(X, draw, mult, feature_map, n_components, b, n_threads, 
             f"Rescale X (e.g. sklearn.preprocessing.StandardScaler) or use a smaller gamma."
         )
     return out
+
+
+@dataclass(frozen=True, eq=False)
+class StructuredState(MapState):
+    """The fitted state of ``RandomFourierFeatures(sampling='sorf' or 'fastfood')``: O(D) numbers.
+
+    Attributes
+    ----------
+    n_features_out : int
+        D.
+    draw : StructuredDraw
+        The unit draw (diagonals, permutations, unit multipliers), shared by
+        every gamma of a path.
+    mult : ndarray of shape (n_freq,), float64
+        ``multipliers(spec, draw, gamma)``.
+    b : ndarray of shape (n_freq,) or (1,), or None
+        Phases as in ``FourierState``, in the training data's dtype.
+    gamma : float
+    cossin : bool
+    """
+
+    draw: StructuredDraw
+    mult: np.ndarray
+    b: Optional[np.ndarray]
+    gamma: float
+    cossin: bool
+
+    def check(self):
+        """Raise ValueError unless the draw, multipliers and phases agree (what the kernel will read); O(D)."""
+        super().check()
+        draw, D = self.draw, self.n_features_out
+        if not isinstance(draw, StructuredDraw) or draw.sampling not in STRUCTURED_SAMPLINGS:
+            raise ValueError("the structured state needs a StructuredDraw of 'sorf' or 'fastfood'")
+        n_freq = (D + 1) // 2 if self.cossin else D
+        if not (isinstance(draw.log_n, int) and 0 <= draw.log_n <= 30 and draw.n_freq == n_freq
+                and isinstance(draw.n_features, int) and 1 <= draw.n_features <= draw.block_size):
+            raise ValueError(f"the structured draw does not fit n_features_out={D}")
+        n = draw.block_size
+        size = -(-n_freq // n) * n
+        rows = 3 if draw.sampling == "sorf" else 1
+        _check_array(draw.signs, np.int8, (rows, size), "signs")
+        _check_array(draw.radial, np.float64, (n_freq,), "radial")
+        _check_array(self.mult, np.float64, (n_freq,), "mult")
+        if draw.sampling == "fastfood":
+            _check_array(draw.perm, np.int32, (size // n, n), "perm")
+            _check_array(draw.gauss, np.float64, (size,), "gauss")
+            if draw.perm.size and (draw.perm.min() < 0 or draw.perm.max() >= n):
+                raise ValueError("the structured draw's permutations leave their blocks")
+        n_phases = n_freq if not self.cossin else (1 if D % 2 else 0)
+        if n_phases == 0 and self.b is not None:
+            raise ValueError("random_offset_ must be None for an even cossin map")
+        if n_phases and not (isinstance(self.b, np.ndarray) and self.b.shape == (n_phases,)
+                             and self.b.dtype in (np.float32, np.float64)):
+            raise ValueError(f"random_offset_ must be an array of {n_phases} phases")
+
+    def features(self, X, n_threads):
+        """The features of validated X (the kernel's layout of the draw kept per dtype, not pickled)."""
+        cache = self.__dict__.setdefault("_params", {})
+        params = cache.get(X.dtype.str)
+        if params is None:
+            params = cache[X.dtype.str] = kernel_params(self.draw, self.mult, X.dtype)
+        return structured_features(X, self.draw, self.mult, "cossin" if self.cossin else "cos",
+                                   self.n_features_out, self.b, n_threads, params=params)
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state.pop("_params", None)
+        return state
+
+
+def _check_array(a, dtype, shape, name):
+    if not (isinstance(a, np.ndarray) and a.dtype == dtype and a.shape == shape):
+        raise ValueError(f"the structured draw's {name} must be a {np.dtype(dtype).name} array of shape {shape}")
