@@ -51,7 +51,8 @@ cdef extern from "randfeat_fwht.h" nogil:
     void rf_struct_row_f64(const rf_struct_f64 *p, double *xrow, double *R, double *P, double *out)
     void rf_fwht_blocks_f32(float *buf, int64_t len, int log_n)
     void rf_fwht_blocks_f64(double *buf, int64_t len, int log_n)
-    int64_t rf_struct_scratch_values(int64_t n, int64_t len)
+    int64_t rf_struct_chunk(int64_t n, int64_t len, int64_t itemsize)
+    int64_t rf_struct_scratch_values(int64_t n, int64_t len, int64_t itemsize)
     void rf_sincos_f32(float *x, float *s, Py_ssize_t n, float scale)
     void rf_sincos_f64(double *x, double *s, Py_ssize_t n, double scale)
     int rf_struct_init()
@@ -148,7 +149,7 @@ cdef class _StructuredRows(ChunkLoop):
 
 cdef void _rows(_StructuredRows self, Py_ssize_t r0, Py_ssize_t r1, floating *xrow) noexcept nogil:
     cdef floating *R = xrow + self.per
-    cdef floating *P = R + self.length
+    cdef floating *P = R + rf_struct_chunk(self.n, self.length, sizeof(floating))
     cdef floating *out = <floating *>self.out
     cdef Py_ssize_t i
     for i in range(r0, r1):
@@ -211,7 +212,7 @@ cdef _StructuredRows _setup(Py_ssize_t N, Py_ssize_t d, int log_n, const floatin
     loop.n_threads = n_threads
     loop.tile_rows = max(1, CHUNK_BYTES // max(1, out.shape[1] * item))
     loop.n_chunks = (N + loop.tile_rows - 1) // loop.tile_rows
-    loop.scratch_bytes = rf_struct_scratch_values(n, length) * item + 2 * RF_FWHT_ALIGN
+    loop.scratch_bytes = rf_struct_scratch_values(n, length, item) * item + 2 * RF_FWHT_ALIGN
     if floating is float:
         loop.p32.n, loop.p32.log_n, loop.p32.len, loop.p32.d, loop.p32.n_freq = n, log_n, length, d, n_freq
         loop.p32.kind, loop.p32.epilogue, loop.p32.odd = _KINDS[kind], _EPILOGUES[epilogue], odd

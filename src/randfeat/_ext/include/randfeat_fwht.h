@@ -7,9 +7,10 @@
  *   Fastfood (Le et al. 2013):    y = H G P H B x        (P a permutation, G a diagonal)
  *   then  a_j = mult_j * y_j  and the sin/cos epilogue of randfeat_trig.h.
  *
- * x is the input row zero-padded to n = 2^log_n >= d.  All blocks of a row
- * are laid end to end in one buffer R of `len` values (len a multiple of
- * max(n, RF_FWHT_LANES)); block b starts as diag0[b*n + k] * x[k].  The
+ * x is the input row zero-padded to n = 2^log_n >= d.  The blocks of a row
+ * are laid end to end in a buffer of `len` values (len a multiple of
+ * max(n, RF_FWHT_LANES)), computed in chunks of whole blocks that stay in
+ * L1 (RF_STRUCT_ROW); block b starts as diag0[b*n + k] * x[k].  The
  * buffers and the diagonals are RF_FWHT_ALIGN-aligned and read as whole
  * vectors (GCC's generic tuning splits unaligned 32-byte loads in two,
  * which made the AVX2 path several times slower).  The
@@ -83,11 +84,23 @@ enum { RF_EPI_ARGS = 0, RF_EPI_COSSIN = 1, RF_EPI_COS = 2 };
 RF_STRUCT_PARAMS(f32, float)
 RF_STRUCT_PARAMS(f64, double)
 
+/* Bytes of R computed at a time (whole blocks, at least one). */
+#define RF_STRUCT_CHUNK_BYTES 8192
+
+/* Values of R computed at a time: whole blocks of max(n, lanes) values,
+ * RF_STRUCT_CHUNK_BYTES or one block if larger, at most len. */
+static inline int64_t rf_struct_chunk(int64_t n, int64_t len, int64_t itemsize) {
+    int64_t per = n > RF_FWHT_LANES ? n : RF_FWHT_LANES;
+    int64_t chunk = RF_STRUCT_CHUNK_BYTES / itemsize;
+    if (chunk < per) chunk = per; /* both powers of two: per divides chunk */
+    return chunk < len ? chunk : len;
+}
+
 /* Values of per-thread scratch one row needs (the densified row, R and
  * Fastfood's second buffer), not counting alignment slack. */
-static inline int64_t rf_struct_scratch_values(int64_t n, int64_t len) {
+static inline int64_t rf_struct_scratch_values(int64_t n, int64_t len, int64_t itemsize) {
     int64_t per = n > RF_FWHT_LANES ? n : RF_FWHT_LANES;
-    return per + 2 * len;
+    return per + 2 * rf_struct_chunk(n, len, itemsize);
 }
 
 /* Lane shuffles: lane i <- lane i ^ h (h < L). */
@@ -113,26 +126,23 @@ static inline int64_t rf_struct_scratch_values(int64_t n, int64_t len) {
 #endif
 
 /* ------------------------------------------------------------ row epilogue
- * a_j = mult_j * y_j into the output row, then the trig of randfeat_trig.h
- * through its dispatched pointers (set by rf_trig_init at import). */
-#define RF_STRUCT_EPILOGUE(SUFFIX, ISA, VAL, TARGET)                                          \
-    TARGET RF_INLINE void rf_struct_epi_##SUFFIX##_##ISA(const rf_struct_##SUFFIX *p,         \
-                                                         const VAL *y, VAL *RF_RESTRICT out)  \
-    {                                                                                         \
-        const int64_t nf = p->n_freq;                                                         \
-        const VAL *RF_RESTRICT mult = p->mult;                                                \
-        if (p->epilogue == RF_EPI_COSSIN && p->odd) {                                         \
-            const int64_t m = nf - 1;                                                         \
-            for (int64_t j = 0; j < m; ++j) out[j] = mult[j] * y[j];                          \
-            VAL last = mult[m] * y[m];                                                        \
-            rf_sincos_##SUFFIX(out, out + nf, m, p->scale);                                   \
-            out[m] = last;                                                                    \
-            rf_cos_##SUFFIX(out + m, &p->phase, 1, (VAL)(p->scale * (VAL)1.4142135623730951)); \
-            return;                                                                           \
-        }                                                                                     \
-        for (int64_t j = 0; j < nf; ++j) out[j] = mult[j] * y[j];                             \
-        if (p->epilogue == RF_EPI_COSSIN) rf_sincos_##SUFFIX(out, out + nf, nf, p->scale);    \
-        else if (p->epilogue == RF_EPI_COS) rf_cos_##SUFFIX(out, p->b, nf, p->scale);         \
+ * The arguments a_j are in out[0:n_freq]; the trig of randfeat_trig.h in
+ * place, through its dispatched pointers (set by rf_trig_init at import),
+ * over the whole row (a segment that falls back to libm is one row). */
+#define RF_STRUCT_EPILOGUE(SUFFIX, ISA, VAL, TARGET)                                              \
+    TARGET RF_INLINE void rf_struct_epi_##SUFFIX##_##ISA(const rf_struct_##SUFFIX *p, VAL *out)   \
+    {                                                                                             \
+        const int64_t nf = p->n_freq;                                                             \
+        if (p->epilogue == RF_EPI_COSSIN && p->odd) {                                             \
+            /* cos a_1..a_m | sqrt(2) cos(a_nf + phase) | sin a_1..a_m, m = nf - 1 */              \
+            const int64_t m = nf - 1;                                                             \
+            rf_sincos_##SUFFIX(out, out + nf, m, p->scale);                                       \
+            rf_cos_##SUFFIX(out + m, &p->phase, 1, (VAL)(p->scale * (VAL)1.4142135623730951));     \
+        } else if (p->epilogue == RF_EPI_COSSIN) {                                                \
+            rf_sincos_##SUFFIX(out, out + nf, nf, p->scale);                                      \
+        } else if (p->epilogue == RF_EPI_COS) {                                                   \
+            rf_cos_##SUFFIX(out, p->b, nf, p->scale);                                             \
+        }                                                                                         \
     }
 
 /* --------------------------------------------------- the vectorised bodies
@@ -272,38 +282,52 @@ static inline int64_t rf_struct_scratch_values(int64_t n, int64_t len) {
 
 /* ------------------------------------------------------------ one row
  * xrow: the row densified (d values, zero up to max(n, RF_FWHT_LANES));
- * R, P: len values each (64-byte aligned); out: the output row. */
+ * R, P: rf_struct_chunk(n, len) values each (64-byte aligned); out: the
+ * output row.  The buffer of all blocks is computed a chunk of whole
+ * blocks at a time (8 KiB: R and P stay in L1 through the three
+ * transforms), its arguments written to out[0:n_freq]; chunks past the
+ * last frequency are not computed.  Each block is computed by the same
+ * operations whatever the chunking: the same bits. */
 #define RF_STRUCT_ROW(SUFFIX, ISA, VAL, TARGET)                                                    \
     TARGET static void rf_struct_row_##SUFFIX##_##ISA(const rf_struct_##SUFFIX *p, VAL *xrow,      \
                                                       VAL *R, VAL *P, VAL *out)                    \
     {                                                                                              \
-        const int64_t n = p->n, len = p->len;                                                      \
+        const int64_t n = p->n, len = p->len, nf = p->n_freq;                                      \
         const int64_t per = n > RF_FWHT_LANES ? n : RF_FWHT_LANES;                                 \
-        /* A block shorter than the widest vector: repeat it so every chunk of                    \
+        const int64_t chunk = rf_struct_chunk(n, len, sizeof(VAL));                                \
+        const int log_n = (int)p->log_n;                                                           \
+        /* A block shorter than the widest vector: repeat it so every run of                      \
          * `per` values of R starts from the same x. */                                           \
         for (int64_t k = n; k < per; ++k) xrow[k] = xrow[k & (n - 1)];                             \
-        const VAL *RF_RESTRICT d0 = p->diag0;                                                      \
-        for (int64_t c = 0; c < len; c += per) {                                                   \
-            VAL *RF_RESTRICT rc = R + c;                                                           \
-            const VAL *RF_RESTRICT xr = xrow;                                                      \
-            for (int64_t k = 0; k < per; ++k) rc[k] = d0[c + k] * xr[k];                           \
+        for (int64_t c0 = 0; c0 < nf; c0 += chunk) {                                               \
+            const int64_t clen = len - c0 < chunk ? len - c0 : chunk;                              \
+            const VAL *RF_RESTRICT d0 = p->diag0 + c0;                                             \
+            for (int64_t c = 0; c < clen; c += per) {                                              \
+                VAL *RF_RESTRICT rc = R + c;                                                       \
+                const VAL *RF_RESTRICT xr = xrow;                                                  \
+                for (int64_t k = 0; k < per; ++k) rc[k] = d0[c + k] * xr[k];                       \
+            }                                                                                      \
+            const VAL *y = R;                                                                      \
+            RF_FWHT_CALL(SUFFIX, ISA)(R, clen, log_n, NULL);                                       \
+            if (p->kind == RF_STRUCT_SORF) {                                                       \
+                RF_FWHT_CALL(SUFFIX, ISA)(R, clen, log_n, p->diag1 + c0);                          \
+                RF_FWHT_CALL(SUFFIX, ISA)(R, clen, log_n, p->diag2 + c0);                          \
+            } else {                                                                               \
+                /* perm stays within a block, and chunks hold whole blocks */                      \
+                const int32_t *RF_RESTRICT perm = p->perm + c0;                                    \
+                const VAL *RF_RESTRICT g = p->diag1 + c0;                                          \
+                VAL *RF_RESTRICT Pr = P;                                                           \
+                const VAL *RF_RESTRICT Rr = R - c0;                                                \
+                for (int64_t i = 0; i < clen; ++i) Pr[i] = g[i] * Rr[perm[i]];                     \
+                RF_FWHT_CALL(SUFFIX, ISA)(P, clen, log_n, NULL);                                   \
+                y = P;                                                                             \
+            }                                                                                      \
+            const int64_t stop = nf - c0 < clen ? nf - c0 : clen;                                  \
+            const VAL *RF_RESTRICT mult = p->mult + c0;                                            \
+            VAL *RF_RESTRICT o = out + c0;                                                         \
+            for (int64_t j = 0; j < stop; ++j) o[j] = mult[j] * y[j];                              \
         }                                                                                          \
-        const int log_n = (int)p->log_n;                                                           \
-        const VAL *y = R;                                                                          \
-        RF_FWHT_CALL(SUFFIX, ISA)(R, len, log_n, NULL);                                            \
-        if (p->kind == RF_STRUCT_SORF) {                                                           \
-            RF_FWHT_CALL(SUFFIX, ISA)(R, len, log_n, p->diag1);                                    \
-            RF_FWHT_CALL(SUFFIX, ISA)(R, len, log_n, p->diag2);                                    \
-        } else {                                                                                   \
-            const int32_t *RF_RESTRICT perm = p->perm;                                             \
-            const VAL *RF_RESTRICT g = p->diag1;                                                   \
-            VAL *RF_RESTRICT Pr = P;                                                               \
-            const VAL *RF_RESTRICT Rr = R;                                                         \
-            for (int64_t i = 0; i < len; ++i) Pr[i] = g[i] * Rr[perm[i]];                          \
-            RF_FWHT_CALL(SUFFIX, ISA)(P, len, log_n, NULL);                                        \
-            y = P;                                                                                 \
-        }                                                                                          \
-        rf_struct_epi_##SUFFIX##_##ISA(p, y, out);                                                 \
+        rf_struct_epi_##SUFFIX##_##ISA(p, out);                                                    \
     }
 
 #define RF_STRUCT_INSTANCE(SUFFIX, ISA, VAL, IVAL, VBYTES, LOG_L, XI, TARGET)                      \
