@@ -302,6 +302,31 @@ def test_layouts_and_csr_give_the_same_bits(sampling, dtype):
     assert structured_features(X[:0], draw, mult, "cossin", D, b, 2).shape == (0, D)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("feature_map,D", [("cossin", 200), ("cossin", 201), ("cos", 100)])
+def test_huge_arguments_fall_back_per_row(dtype, feature_map, D):
+    # Arguments beyond the polynomial trig's range make that row's trig use
+    # libm (randfeat_trig.h); the other rows keep their bits.
+    draw, mult, b = make_case("sorf", 30, D, feature_map)
+    X = data(12, 30, dtype)
+    X[5] *= 1e9 if dtype == np.float64 else 1e5
+    A = structured_features(X, draw, mult, feature_map, D, b, 2, epilogue="args")
+    assert np.abs(A[5]).max() > _fourier_fast.trig_limits()[dtype == np.float32]
+    Z = structured_features(X, draw, mult, feature_map, D, b, 2)
+    np.testing.assert_array_equal(Z, trig_of(A, feature_map, D, b, dtype))
+    # libm on the row's arguments (a phase is added in the features' dtype first).
+    a = A[5].astype(np.float64)
+    if feature_map == "cos":
+        ref = np.sqrt(2.0 / D) * np.cos((A[5] + b.astype(dtype)).astype(np.float64))
+        assert np.abs(Z[5] - ref).max() < 4 * np.finfo(dtype).eps
+    else:
+        m = draw.n_freq - D % 2
+        ref = np.sqrt(1.0 / draw.n_freq) * np.concatenate([np.cos(a[:m]), np.sin(a[:m])])
+        assert np.abs(np.concatenate([Z[5, :m], Z[5, draw.n_freq:]]) - ref).max() < 4 * np.finfo(dtype).eps
+    normal = np.delete(np.arange(12), 5)
+    np.testing.assert_array_equal(structured_features(X[normal], draw, mult, feature_map, D, b, 2), Z[normal])
+
+
 def test_overflow_is_a_clear_error():
     draw, mult, b = make_case("sorf", 8, 16)
     X = np.full((2, 8), 1e307)

@@ -25,6 +25,16 @@ frequency is then exactly distributed as p(ω) (the features are unbiased),
 for SORF nearly (its bias shrinks like 1/√n; Yu et al., 2016).  Kernels whose
 spectral density is not radial (laplacian, cauchy) cannot be represented.
 
+Fastfood's error is above i.i.d. features' at equal D, by construction:
+given c = Π H B Δ (Δ = x − y), the arguments of rows j, j' of a block are
+jointly Gaussian with correlation ρ = (H c²)_{j⊕j'} / Σₖ cₖ², and
+Σ_{j≠j'} ρ² = n (n Σc⁴ / (Σc²)² − 1) ≈ 2n when c is close to Gaussian.
+With Cov(cos a, cos a') ≈ e^{−σ²} ρ² σ⁴ / 2 (σ² the arguments' variance)
+each block adds a variance of the order of the i.i.d. one, n (1 − e^{−σ²})² / 2,
+whatever n: measured 1.2–1.5× the i.i.d. mean error
+(bench/results/approx_error_dims.md).  SORF's rows are orthogonal within a
+block, which lowers the variance as ``'orthogonal'`` does.
+
 The draw (``StructuredDraw``) holds only the diagonals (int8 signs, float64
 G), the permutations (int32) and one unit multiplier per frequency,
 ``radius_j / ‖row_j‖`` (the rows' norms are known: n^{3/2} for SORF,
