@@ -104,8 +104,9 @@ fig.tight_layout()
 plt.show()
 
 # %%
-# What to take from it: at the same width ``cossin`` has a lower error than
-# ``cos`` (it has no random phase to average out), and ``orthogonal`` and
-# ``qmc`` lower it further for the Gaussian kernel.  These errors are on the
+# What to take from it: at the same width and sampling, ``cossin``'s error
+# is at or below ``cos``'s (it has no random phase to average out), and
+# ``orthogonal`` and ``qmc`` draws lower it further for the Gaussian kernel,
+# ``qmc`` the most at large D.  These errors are on the
 # kernel itself; the effect on a model's test error is usually smaller (see
 # :ref:`sphx_glr_auto_examples_plot_binning_vs_fourier.py`).
