@@ -14,7 +14,7 @@ scikit-learn's handwritten digits (8 × 8 grey levels, 10 classes), and on
 randfeat's synthetic Forest-like set (:func:`randfeat.datasets.make_forest_like`:
 covtype's shape, labels from axis-aligned boxes), the kind of data where
 binning wins.  For each data set and map, gamma and alpha are chosen once
-on 1,500 training rows (:class:`randfeat.RidgeClassifierCV`, gammas around
+on 1,000 training rows (:class:`randfeat.RidgeClassifierCV`, gammas around
 the map's ``"scale"`` value); then each size is fitted on all training rows
 and gives one point: test error against fit time.
 """
@@ -36,17 +36,17 @@ X_adult_test, y_adult_test = load_adult(subset="test", return_X_y=True)
 digits = load_digits()
 X_dig, X_dig_test, y_dig, y_dig_test = train_test_split(digits.data / 16.0, digits.target, test_size=0.3,
                                                         random_state=0)
-X_for, y_for = make_forest_like(20000, random_state=0)
+X_for, y_for = make_forest_like(15000, random_state=0)
 data = {
     "Adult (32,561 train rows, 123 binary columns)": (X_adult, y_adult, X_adult_test, y_adult_test),
     "digits (1,257 train rows, 64 grey levels)": (X_dig, y_dig, X_dig_test, y_dig_test),
-    "Forest-like, synthetic (15,000 train rows)": (X_for[:15000], y_for[:15000], X_for[15000:], y_for[15000:]),
+    "Forest-like, synthetic (10,000 train rows)": (X_for[:10000], y_for[:10000], X_for[10000:], y_for[10000:]),
 }
 
 
 def choose(Map, size, X, y):
-    """(gamma, alpha) for Map on the first 1,500 rows: gammas around the map's "scale" value."""
-    X_sel, y_sel = X[:1500], y[:1500]
+    """(gamma, alpha) for Map on the first 1,000 rows: gammas around the map's "scale" value."""
+    X_sel, y_sel = X[:1000], y[:1000]
     scale = Map(size, gamma="scale").fit(X_sel).gamma_
     cv = RidgeClassifierCV(alphas=[0.01, 0.1, 1.0], gammas=scale * np.array([0.5, 2.0, 8.0]),
                            scoring="accuracy", cv=None if Map is RandomFourierFeatures else 3,

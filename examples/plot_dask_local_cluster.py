@@ -27,7 +27,7 @@ from sklearn.pipeline import make_pipeline
 
 from randfeat import RandomFourierFeatures, Ridge
 
-cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None)
+cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0")
 client = Client(cluster)
 
 # %%
