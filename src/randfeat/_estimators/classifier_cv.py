@@ -86,10 +86,20 @@ class RidgeClassifierCV(RidgeCVMixin, RidgeClassifier):
         X, y, sample_weight = backend.validate_fit(self, X, y, sample_weight, y_numeric=False)
         targets = SignTargets(backend.labels(y), type(self).__name__)
 
+        scorer = check_scoring(self, scoring=self.scoring)
+        identity = _IdentityClassifier(targets.binarizer)
+
         def score(pred, y_true, per_target, params):
-            scorer = check_scoring(self, scoring=self.scoring)
-            est = _IdentityClassifier(targets.classes)
-            return np.array([scorer(est, pred[:, :, i], y_true, **params) for i in range(pred.shape[2])])
+            try:
+                return np.array([scorer(identity, pred[:, :, i], y_true, **params) for i in range(pred.shape[2])])
+            except AttributeError as exc:  # a scorer of probabilities (neg_log_loss, brier, ...)
+                raise ValueError(
+                    f"RidgeClassifierCV(scoring={self.scoring!r}) needs class probabilities (predict_proba), "
+                    f"which a least-squares classifier does not give: score labels or decision values "
+                    f"instead (e.g. 'accuracy', 'balanced_accuracy', 'f1_macro', 'roc_auc'), or choose alpha "
+                    f"on labels and wrap RidgeClassifier in sklearn.calibration.CalibratedClassifierCV for "
+                    f"probabilities."
+                ) from exc
 
         sel = backend.select(self._selection_settings(score), self.features, X, y, sample_weight, targets)
         self._label_binarizer = targets.binarizer
@@ -100,16 +110,23 @@ class RidgeClassifierCV(RidgeCVMixin, RidgeClassifier):
 
 
 class _IdentityClassifier(ClassifierMixin, BaseEstimator):
-    """A classifier whose decision values are its input (to score held-out decision values)."""
+    """A classifier whose decision values are its input: held-out decision values scored as RidgeClassifier's.
 
-    def __init__(self, classes):
-        self.classes = classes
-        self.classes_ = classes
+    ``predict`` turns decision values into labels exactly as
+    ``RidgeClassifier.predict`` does (multilabel targets included), so a
+    scorer compares labels with labels.
+    """
+
+    def __init__(self, binarizer):
+        self.binarizer = binarizer
+        self.classes_ = binarizer.classes_
 
     def decision_function(self, X):
         return X[:, 0] if X.shape[1] == 1 else X
 
     def predict(self, X):
+        if self.binarizer.y_type_.startswith("multilabel"):
+            return self.binarizer.inverse_transform(np.where(X > 0, 1, -1))
         if X.shape[1] == 1:
             return self.classes_[(X[:, 0] > 0).astype(int)]
         return self.classes_[np.argmax(X, axis=1)]

@@ -10,12 +10,13 @@ import functools
 
 import numpy as np
 from sklearn.base import RegressorMixin
+from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from .._backends import for_input
 from .._core.params import fit_context
 from .base import BaseRidge
-from .partial import PartialFitMixin
+from .partial import PartialFitMixin, partial_fit_works
 from .targets import RealTargets
 
 
@@ -96,9 +97,9 @@ class Ridge(RegressorMixin, PartialFitMixin, BaseRidge):
     coef_ : ndarray of shape (n_features_out,) or (n_targets, n_features_out)
         Weights on the features (on X's columns when ``features`` is None).
     intercept_ : float or ndarray of shape (n_targets,)
-    n_iter_ : ndarray of shape (n_targets,)
+    n_iter_ : ndarray of shape (n_targets,) or None
         CG iterations (the targets iterate together, so the same number for
-        each); 1 for Cholesky (one direct solve).
+        each); None for Cholesky (a direct solve, as scikit-learn's Ridge).
     relative_residual_ : ndarray of shape (n_targets,) or None
         CG relative residual reached per target; None for Cholesky.
     solver_ : str
@@ -161,6 +162,7 @@ class Ridge(RegressorMixin, PartialFitMixin, BaseRidge):
                         targets.shape)
         return self
 
+    @available_if(partial_fit_works)
     def partial_fit(self, X, y, sample_weight=None):
         """Update the model with a block of rows: exactly ``fit`` on all the blocks seen so far.
 
@@ -181,7 +183,9 @@ class Ridge(RegressorMixin, PartialFitMixin, BaseRidge):
         solve needs every row, so use ``fit``.  ``alpha`` may change between
         calls (the statistics do not depend on it).  ``fit`` discards the
         accumulated statistics: a ``partial_fit`` after a ``fit`` starts
-        anew.  ``solver="cg"`` is refused.
+        anew.  With ``solver="cg"`` or a sparse feature map the method is
+        absent (``hasattr(est, "partial_fit")`` is False), as scikit-learn
+        offers ``partial_fit`` only where it works.
 
         Parameters
         ----------
@@ -196,16 +200,16 @@ class Ridge(RegressorMixin, PartialFitMixin, BaseRidge):
         self : Ridge
         """
 
-        def update():
-            first, Xv, yv, w = self._partial_validate(X, y, sample_weight)
+        def update(est):
+            first, Xv, yv, w = est._partial_validate(X, y, sample_weight)
             Y = np.asarray(yv, dtype=np.float64)
             y_shape = "1d" if Y.ndim == 1 else ("column" if Y.shape[1] == 1 else "2d")
-            if not first and y_shape != self._partial_y_shape:
-                raise ValueError(f"y is {y_shape} in this partial_fit block but {self._partial_y_shape} "
+            if not first and y_shape != est._partial_y_shape:
+                raise ValueError(f"y is {y_shape} in this partial_fit block but {est._partial_y_shape} "
                                  f"in the first one; give y the same shape in every block")
-            fit = self._partial_update(first, Xv, Y.reshape(Y.shape[0], -1), w)
-            self._partial_y_shape = y_shape
-            self._store_fit(fit, y_shape)
+            fit = est._partial_update(first, Xv, Y.reshape(Y.shape[0], -1), w)
+            est._partial_y_shape = y_shape
+            est._store_fit(fit, y_shape)
 
         return self._partial_fit_transaction(update)
 
@@ -233,9 +237,10 @@ class Ridge(RegressorMixin, PartialFitMixin, BaseRidge):
         y_std : ndarray, same shape as y_pred
             Only when ``return_std`` is True.
         """
-        check_is_fitted(self, "coef_")
-        predict = functools.partial(self._predict, return_std=return_std)
-        return for_input(X).map_rows(predict, X, self.n_features_in_, type(self).__name__,
+        model = self._snapshot()  # one model from start to end, whatever other threads fit meanwhile
+        check_is_fitted(model, "coef_")
+        predict = functools.partial(model._predict, return_std=return_std)
+        return for_input(X).map_rows(predict, X, model.n_features_in_, type(self).__name__,
                                      n_outputs=2 if return_std else 1)
 
     def _predict(self, X, return_std):

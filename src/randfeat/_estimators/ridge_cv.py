@@ -6,12 +6,14 @@ backend ``randfeat._backends.for_input(X)`` picks) and stores the result.
 ``RidgeClassifierCV`` (``classifier_cv.py``) shares ``RidgeCVMixin``.
 """
 
+import functools
 from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin, is_classifier
 from sklearn.metrics import check_scoring, get_scorer_names
 from sklearn.utils._param_validation import InvalidParameterError, StrOptions
+from sklearn.utils import check_scalar
 from sklearn.utils.validation import check_is_fitted
 
 from .._backends import for_input
@@ -27,7 +29,7 @@ class RidgeCVMixin:
     """Shared parameters and closed-form selection of RidgeCV and RidgeClassifierCV."""
 
     _parameter_constraints: dict = {
-        "alphas": ["array-like", Interval(Real, 0, None, closed="neither")],
+        "alphas": ["array-like", Interval(Real, 0, None, closed="left")],  # 0: k-fold only (_checked_alphas)
         "features": [FeatureMap, None],
         "gammas": ["array-like", StrOptions({"auto"}), None],
         "cv": [None, StrOptions({"gcv"}), Interval(Integral, 2, None, closed="left"), "cv_object"],
@@ -73,8 +75,36 @@ class RidgeCVMixin:
                     f"splitter; got {value!r}.")
         return super()._explain_invalid(name, value)
 
+    def _checked_alphas(self):
+        """The alphas as a float64 array, checked as scikit-learn's RidgeCV checks them.
+
+        Each must be a real number, > 0 for leave-one-out and GCV (their
+        closed forms divide by alpha where an eigenvalue is 0) and >= 0 for
+        k-fold; randfeat also requires them finite and at least one.
+        """
+        loo = self.cv is None or (isinstance(self.cv, str) and self.cv == "gcv")
+        check = functools.partial(check_scalar, target_type=Real, min_val=0.0,
+                                  include_boundaries="neither" if loo else "left")
+        alphas = self.alphas
+        try:  # scikit-learn's messages, as an InvalidParameterError (a ValueError and a TypeError)
+            if isinstance(alphas, (np.ndarray, list, tuple)) and np.ndim(alphas) > 0:
+                if len(alphas) == 1:
+                    check(alphas[0], "alphas")
+                for index, alpha in enumerate(alphas if len(alphas) > 1 else ()):
+                    check(alpha, f"alphas[{index}]")
+            elif isinstance(alphas, Real):
+                check(alphas, "alphas")
+        except (TypeError, ValueError) as exc:
+            raise InvalidParameterError(str(exc)) from None
+        a = np.asarray(alphas, dtype=np.float64).ravel()
+        if a.size == 0:
+            raise InvalidParameterError("alphas must contain at least one value, got an empty sequence")
+        if not np.all(np.isfinite(a)):
+            raise InvalidParameterError(f"alphas must be finite{' and > 0' if loo else ''}, got {a.tolist()}")
+        return a
+
     def _check_param_combinations(self):
-        as_positive("alphas", self.alphas)
+        self._checked_alphas()
         if self.gammas is not None:
             if self.features is None or "gamma" not in self.features.get_params():
                 raise InvalidParameterError(
@@ -92,7 +122,7 @@ class RidgeCVMixin:
     def _selection_settings(self, score):
         """The ``SelectionSettings`` of this estimator's (validated) parameters; ``score`` scores predictions."""
         return SelectionSettings(
-            owner=type(self).__name__, alphas=as_positive("alphas", self.alphas), gammas=self.gammas, cv=self.cv,
+            owner=type(self).__name__, alphas=self._checked_alphas(), gammas=self.gammas, cv=self.cv,
             scoring=self.scoring, score=score, classifier=is_classifier(self),
             fit_intercept=self.fit_intercept, alpha_per_target=self.alpha_per_target,
             store_cv_results=self.store_cv_results, chunk_size=self.chunk_size, n_jobs=self.n_jobs,
@@ -110,7 +140,7 @@ class RidgeCVMixin:
         if not self.fit_intercept:
             self.intercept_ = 0.0
         elif y_shape == "1d":
-            self.intercept_ = float(sel.intercept[0])
+            self.intercept_ = sel.intercept.astype(dtype)[0]  # a NumPy float, as scikit-learn's
         else:
             self.intercept_ = sel.intercept.astype(dtype)
         self._solution = None
@@ -279,8 +309,9 @@ class RidgeCV(RidgeCVMixin, RegressorMixin, BaseRidge):
         -------
         y_pred : ndarray of shape (n_samples,) or (n_samples, n_targets)
         """
-        check_is_fitted(self, "coef_")
-        return for_input(X).map_rows(self._predict, X, self.n_features_in_, type(self).__name__)
+        model = self._snapshot()  # one model from start to end, whatever other threads fit meanwhile
+        check_is_fitted(model, "coef_")
+        return for_input(X).map_rows(model._predict, X, model.n_features_in_, type(self).__name__)
 
     def _predict(self, X):
         """``predict`` of rows in memory."""
