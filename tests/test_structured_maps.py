@@ -81,7 +81,11 @@ def test_state_is_o_of_D_and_pickles_small(sampling):
 
 def test_a_tampered_state_is_refused_at_unpickle():
     est = RandomFourierFeatures(64, sampling="fastfood", random_state=0).fit(np.ones((3, 10)))
-    est._fitted_state().draw.perm[0, 0] = 99  # outside its block of 16
+    perm = est._fitted_state().draw.perm
+    with pytest.raises(ValueError, match="read-only"):
+        perm[0, 0] = 99  # the fitted state is frozen
+    perm.setflags(write=True)
+    perm[0, 0] = 99  # outside its block of 16
     with pytest.raises(ValueError, match="permutations leave their blocks"):
         pickle.loads(pickle.dumps(est))
 

@@ -404,6 +404,13 @@ class StructuredState(MapState):
                              and self.b.dtype in (np.float32, np.float64)):
             raise ValueError(f"random_offset_ must be an array of {n_phases} phases")
 
+    def freeze(self):
+        """Make the state's arrays read-only, the draw's included (what was checked is what the kernel reads)."""
+        super().freeze()
+        for a in (self.draw.signs, self.draw.perm, self.draw.gauss, self.draw.radial):
+            if isinstance(a, np.ndarray):
+                a.setflags(write=False)
+
     def features(self, X, n_threads):
         """The features of validated X (the kernel's layout of the draw kept per dtype, not pickled)."""
         cache = self.__dict__.setdefault("_params", {})
