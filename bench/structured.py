@@ -25,7 +25,9 @@ Outputs under bench/results/: ``structured[_<profile>].csv`` (one row per
 case and method), ``.md`` (tables and the issue's bars), ``.png`` (time
 against d per D and dtype; solid all threads, dashed 1 thread).
 
-Usage: ``python bench/structured.py [--quick | --tiny] [--threads 1,all] [--out DIR]``.
+Usage: ``python bench/structured.py [--quick | --tiny] [--threads 1,all] [--out DIR]``;
+``--render CSV`` writes the tables and plot of a CSV again (the CSV is
+rewritten after every case, so an interrupted run keeps its cases).
 """
 
 import argparse
@@ -87,7 +89,15 @@ def time_alternating(methods, repeats):
     return {k: float(np.median(v)) for k, v in times.items()}
 
 
-def run(profile, thread_counts):
+def write_csv(path, rows):
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=["dtype", "d", "D", "n", "threads", "method", "seconds", "repeats"])
+        w.writeheader()
+        w.writerows(rows)
+
+
+def run(profile, thread_counts, csv_path):
+    """Time every case; the CSV is rewritten after each case (a long run interrupted keeps what it measured)."""
     from threadpoolctl import threadpool_limits
 
     rows = []
@@ -103,7 +113,9 @@ def run(profile, thread_counts):
                         med = time_alternating(methods, profile["repeats"])
                     for k in METHODS:
                         rows.append(dict(dtype=np.dtype(dtype).name, d=d, D=D, n=profile["n"],
-                                         threads="all" if n_jobs is None else n_jobs, method=k, seconds=med[k]))
+                                         threads="all" if n_jobs is None else n_jobs, method=k, seconds=med[k],
+                                         repeats=profile["repeats"]))
+                    write_csv(csv_path, rows)
                     progress(f"{np.dtype(dtype).name} D={D} d={d} threads={n_jobs or 'all'}: "
                              + " ".join(f"{k}={med[k] * 1e3:.0f}ms" for k in METHODS))
     return rows
@@ -208,7 +220,21 @@ def main(argv=None):
     p.add_argument("--threads", default="1,all", help="comma-separated thread counts; 'all' = n_jobs=None")
     p.add_argument("--repeats", type=int, default=None)
     p.add_argument("--out", help="results directory (default bench/results)")
+    p.add_argument("--render", help="write the .md and .png of an existing CSV (e.g. an interrupted run's)")
     args = p.parse_args(argv)
+    if args.render:
+        path = Path(args.render)
+        with open(path, newline="") as f:
+            rows = [dict(r, d=int(r["d"]), D=int(r["D"]), n=int(r["n"]), seconds=float(r["seconds"]))
+                    for r in csv.DictReader(f)]
+        if not rows:
+            raise HarnessError(f"{path} has no measurements")
+        profile = dict(n=rows[0]["n"], repeats=rows[0]["repeats"])
+        info = dict(machine_info(), load_average_1min="(not recorded: re-rendered from the CSV)")
+        path.with_suffix(".md").write_text(markdown(rows, profile, info))
+        plot(path.with_suffix(".png"), rows)
+        print(f"wrote {path.with_suffix('.md')} and .png")
+        return 0
     name = "tiny" if args.tiny else "quick" if args.quick else "full"
     profile = dict(PROFILES[name])
     if args.repeats:
@@ -218,13 +244,9 @@ def main(argv=None):
     except ValueError:
         raise HarnessError(f"--threads takes integers or 'all', got {args.threads!r}") from None
     info = machine_info()
-    rows = run(profile, threads)
     out = results_dir(args.out)
     stem = "structured" if name == "full" else f"structured_{name}"
-    with open(out / f"{stem}.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=["dtype", "d", "D", "n", "threads", "method", "seconds"])
-        w.writeheader()
-        w.writerows(rows)
+    rows = run(profile, threads, out / f"{stem}.csv")
     md = markdown(rows, profile, info)
     (out / f"{stem}.md").write_text(md)
     plot(out / f"{stem}.png", rows)
