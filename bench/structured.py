@@ -101,7 +101,7 @@ def run(profile, thread_counts, csv_path):
     from threadpoolctl import threadpool_limits
 
     rows = []
-    for dtype in (np.float32, np.float64):
+    for dtype in profile.get("dtypes", (np.float32, np.float64)):
         for D in profile["Ds"]:
             for d in profile["ds"]:
                 X = np.random.default_rng(0).standard_normal((profile["n"], d)).astype(dtype)
@@ -219,6 +219,7 @@ def main(argv=None):
     g.add_argument("--tiny", action="store_true")
     p.add_argument("--threads", default="1,all", help="comma-separated thread counts; 'all' = n_jobs=None")
     p.add_argument("--repeats", type=int, default=None)
+    p.add_argument("--dtypes", default="float32,float64", help="comma-separated dtypes (default both)")
     p.add_argument("--out", help="results directory (default bench/results)")
     p.add_argument("--render", help="write the .md and .png of an existing CSV (e.g. an interrupted run's)")
     args = p.parse_args(argv)
@@ -239,6 +240,10 @@ def main(argv=None):
     profile = dict(PROFILES[name])
     if args.repeats:
         profile["repeats"] = args.repeats
+    try:
+        profile["dtypes"] = [np.dtype(t).type for t in args.dtypes.split(",")]
+    except TypeError:
+        raise HarnessError(f"--dtypes takes float32 and/or float64, got {args.dtypes!r}") from None
     try:
         threads = [None if t == "all" else int(t) for t in args.threads.split(",")]
     except ValueError:
