@@ -222,6 +222,7 @@ def main(argv=None):
     p.add_argument("--dtypes", default="float32,float64", help="comma-separated dtypes (default both)")
     p.add_argument("--out", help="results directory (default bench/results)")
     p.add_argument("--render", help="write the .md and .png of an existing CSV (e.g. an interrupted run's)")
+    p.add_argument("--note", default="", help="with --render: a paragraph put under the title")
     args = p.parse_args(argv)
     if args.render:
         path = Path(args.render)
@@ -232,7 +233,11 @@ def main(argv=None):
             raise HarnessError(f"{path} has no measurements")
         profile = dict(n=rows[0]["n"], repeats=rows[0]["repeats"])
         info = dict(machine_info(), load_average_1min="(not recorded: re-rendered from the CSV)")
-        path.with_suffix(".md").write_text(markdown(rows, profile, info))
+        md = markdown(rows, profile, info)
+        if args.note:
+            title, rest = md.split("\n", 1)
+            md = f"{title}\n\n{args.note}\n{rest}"
+        path.with_suffix(".md").write_text(md)
         plot(path.with_suffix(".png"), rows)
         print(f"wrote {path.with_suffix('.md')} and .png")
         return 0
