@@ -209,17 +209,17 @@ class RandomBinningFeatures(FeatureMap):
     # ------------------------------------------------------- fitted attributes
     @property
     def pitches_(self):
-        """ndarray of shape (n_grids, n_features_in_): the bin widths δ."""
+        """ndarray of shape (n_grids, n_features): the bin widths δ."""
         return self._fitted_state().pitches
 
     @property
     def offsets_(self):
-        """ndarray of shape (n_grids, n_features_in_): the grid shifts u."""
+        """ndarray of shape (n_grids, n_features): the grid shifts u."""
         return self._fitted_state().offsets
 
     @property
     def bin_hashes_(self):
-        """ndarray of shape (n_features_out_,), uint64: the vocabulary, sorted per grid."""
+        """ndarray of uint64, one per output column: the vocabulary, sorted per grid."""
         return self._fitted_state().vocabulary[0]
 
     @property
