@@ -5,7 +5,6 @@ from sklearn.base import ClassifierMixin
 from sklearn.preprocessing import LabelBinarizer
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted
 
 from .._backends import for_input
 from .._core.params import fit_context
@@ -166,9 +165,7 @@ class RidgeClassifier(ClassifierMixin, PartialFitMixin, BaseRidge):
         scores : ndarray of shape (n_samples,) for two classes, else (n_samples, n_classes)
             Positive for the class (binary: for ``classes_[1]``).
         """
-        model = self._snapshot()  # one model from start to end, whatever other threads fit meanwhile
-        check_is_fitted(model, "coef_")
-        return for_input(X).map_rows(model._decision_function, X, model.n_features_in_, type(self).__name__)
+        return self._on_rows(RidgeClassifier._decision_function, X)
 
     def _decision_function(self, X):
         """``decision_function`` of rows in memory."""
@@ -186,9 +183,7 @@ class RidgeClassifier(ClassifierMixin, PartialFitMixin, BaseRidge):
         -------
         y_pred : ndarray of shape (n_samples,)
         """
-        model = self._snapshot()  # one model from start to end, whatever other threads fit meanwhile
-        check_is_fitted(model, "coef_")
-        return for_input(X).map_rows(model._predict, X, model.n_features_in_, type(self).__name__)
+        return self._on_rows(RidgeClassifier._predict, X)
 
     def _predict(self, X):
         """``predict`` of rows in memory."""

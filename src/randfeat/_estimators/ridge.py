@@ -6,7 +6,6 @@ the backend ``randfeat._backends.for_input(X)`` picks: in memory or on
 Dask workers) and stores the result (``base.py``).
 """
 
-import functools
 
 import numpy as np
 from sklearn.base import RegressorMixin
@@ -218,11 +217,7 @@ class Ridge(RegressorMixin, PartialFitMixin, BaseRidge):
         y_std : ndarray, same shape as y_pred
             Only when ``return_std`` is True.
         """
-        model = self._snapshot()  # one model from start to end, whatever other threads fit meanwhile
-        check_is_fitted(model, "coef_")
-        predict = functools.partial(model._predict, return_std=return_std)
-        return for_input(X).map_rows(predict, X, model.n_features_in_, type(self).__name__,
-                                     n_outputs=2 if return_std else 1)
+        return self._on_rows(Ridge._predict, X, n_outputs=2 if return_std else 1, return_std=return_std)
 
     def _predict(self, X, return_std):
         """``predict`` of rows in memory."""

@@ -14,7 +14,6 @@ from sklearn.base import BaseEstimator, RegressorMixin, is_classifier
 from sklearn.metrics import check_scoring, get_scorer_names
 from sklearn.utils._param_validation import InvalidParameterError, StrOptions
 from sklearn.utils import check_scalar
-from sklearn.utils.validation import check_is_fitted
 
 from .._backends import for_input
 from .._core.params import fit_context
@@ -311,9 +310,7 @@ class RidgeCV(RidgeCVMixin, RegressorMixin, BaseRidge):
         -------
         y_pred : ndarray of shape (n_samples,) or (n_samples, n_targets)
         """
-        model = self._snapshot()  # one model from start to end, whatever other threads fit meanwhile
-        check_is_fitted(model, "coef_")
-        return for_input(X).map_rows(model._predict, X, model.n_features_in_, type(self).__name__)
+        return self._on_rows(RidgeCV._predict, X)
 
     def _predict(self, X):
         """``predict`` of rows in memory."""
