@@ -397,3 +397,57 @@ def test_adult_bad_input(monkeypatch):
     monkeypatch.setitem(sys.modules, "pandas", None)  # as if pandas were not installed
     with pytest.raises(ImportError, match=r"needs pandas.*pip install pandas"):
         load_adult(encoding="raw", as_frame=True)
+
+
+# ------------------------------------------------------------- issue 25: damaged data files
+def _damaged_copy(tmp_path, name, damage):
+    """A copy of the shipped files with one of them damaged as ``damage`` says."""
+    import gzip
+    import shutil
+
+    from randfeat import _adult
+
+    for f in ("adult.data.gz", "adult.test.gz", "adult.names"):
+        shutil.copy(_adult._data_dir() / f, tmp_path / f)
+    path = tmp_path / name
+    if damage == "truncated":
+        path.write_bytes(path.read_bytes()[:5000])
+    elif damage == "not ascii":
+        path.write_bytes(gzip.compress(gzip.decompress(path.read_bytes()).replace(b"Private", b"Priv\xe9te", 1)))
+    elif name.endswith(".gz"):
+        text = gzip.decompress(path.read_bytes()).decode("ascii")
+        lines = text.splitlines()
+        first = next(i for i, line in enumerate(lines) if line and not line.startswith("|"))
+        if damage == "label":
+            lines[first] = lines[first].replace("<=50K", "<=5OK")
+        elif damage == "nan age":
+            lines[first] = "nan" + lines[first][lines[first].index(","):]
+        elif damage == "huge age":
+            lines[first] = "1e400" + lines[first][lines[first].index(","):]
+        elif damage == "duplicated row":
+            lines.insert(first, lines[first])
+        elif damage == "unknown category":
+            lines[first] = lines[first].replace("State-gov", "Pirate", 1)
+        path.write_bytes(gzip.compress("\n".join(lines).encode("ascii")))
+    else:  # adult.names: swap two categories
+        path.write_bytes(path.read_bytes().replace(b"Private, Self-emp-not-inc", b"Self-emp-not-inc, Private", 1))
+
+
+@pytest.mark.parametrize("name, damage", [
+    ("adult.data.gz", "label"), ("adult.data.gz", "nan age"), ("adult.data.gz", "huge age"),
+    ("adult.data.gz", "duplicated row"), ("adult.data.gz", "unknown category"), ("adult.test.gz", "truncated"),
+    ("adult.test.gz", "not ascii"), ("adult.names", "swapped categories"),
+])
+def test_damaged_adult_files_give_one_clear_error_naming_the_file(tmp_path, monkeypatch, name, damage):
+    from randfeat import _adult
+
+    _damaged_copy(tmp_path, name, damage)
+    monkeypatch.setattr(_adult, "_data_dir", lambda: tmp_path)
+    _adult._read_split.cache_clear()
+    _adult.attributes.cache_clear()
+    try:
+        with pytest.raises(OSError, match=f"Adult file {name} .*not the one randfeat shipped.*reinstall"):
+            load_adult(subset="all")
+    finally:
+        _adult._read_split.cache_clear()
+        _adult.attributes.cache_clear()

@@ -452,3 +452,20 @@ def test_leave_one_out_bit_identical_for_any_n_jobs():
     assert fits[0].alpha_ == fits[1].alpha_ and fits[0].gamma_ == fits[1].gamma_
     np.testing.assert_array_equal(fits[0].cv_results_, fits[1].cv_results_)
     np.testing.assert_array_equal(fits[0].coef_, fits[1].coef_)
+
+
+@pytest.mark.parametrize("cv", [None, "gcv"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_sparse_features_with_fewer_rows_than_columns_take_the_sparse_kernel_path(cv, weighted):
+    # Binning features, N < D <= 10000: the N × N kernel from sparse products (ZZᵀ − Zμ1ᵀ − 1μᵀZᵀ + μᵀμ),
+    # not the D × D Gram; equal to the dense kernel path.
+    rng = np.random.default_rng(0)
+    X = rng.uniform(0, 1, (150, 6))
+    y = np.sin(8 * X[:, 0]) + 0.1 * rng.standard_normal(150)
+    Z = RandomBinningFeatures(20, gamma=10.0, random_state=0).fit_transform(X)
+    assert 150 < Z.shape[1] <= 10000
+    w = rng.uniform(0.5, 2, 150) if weighted else None
+    sparse = RidgeCV(ALPHAS, cv=cv, store_cv_results=True).fit(Z, y, sample_weight=w)
+    dense = RidgeCV(ALPHAS, cv=cv, store_cv_results=True).fit(Z.toarray(), y, sample_weight=w)
+    np.testing.assert_allclose(sparse.cv_results_, dense.cv_results_, rtol=1e-8, atol=1e-12)
+    assert sparse.alpha_ == dense.alpha_ and rel(sparse.coef_, dense.coef_) < 1e-10

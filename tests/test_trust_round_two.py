@@ -32,6 +32,7 @@ def _binning():
     return RandomBinningFeatures(8, gamma=0.8, random_state=0).fit(X), X
 
 
+@pytest.mark.kernel  # the sanitizer stage reruns these: what compiled code reads is checked
 def test_fitted_binning_arrays_are_read_only():
     est, X = _binning()
     for a in (est.grid_offsets_, est.bin_hashes_, est.pitches_, est.offsets_):
@@ -43,6 +44,7 @@ def test_fitted_binning_arrays_are_read_only():
     assert Z.indices.max() < est.n_features_out_
 
 
+@pytest.mark.kernel
 @pytest.mark.parametrize("damage", ["dir_offsets", "dir_bits", "directory", "grid_offsets", "hashes_order", "U"])
 def test_a_damaged_binning_pickle_is_refused_at_load(damage):
     est, X = _binning()
@@ -278,3 +280,13 @@ def test_tiny_alpha_gives_the_minimum_norm_least_squares_model(dtype, sparse, cv
     m = RidgeCV(alphas=[1e-15], cv=cv).fit(Xin, y)
     assert _rel(m.coef_, ref.coef_) < (1e-5 if dtype == np.float32 else 1e-9)
     assert _rel(m.predict(Xin), ref.predict(X)) < (1e-5 if dtype == np.float32 else 1e-9)
+
+
+# ------------------------------------------------------------- 24: string labels to a regressor
+def test_string_labels_to_a_regressor():
+    X = np.arange(8.0).reshape(4, 2)
+    with pytest.raises(ValueError, match="Ridge is a regressor and y holds labels such as 'cat'.*RidgeClassifier"):
+        Ridge().fit(X, ["cat", "dog", "cat", "dog"])
+    with pytest.raises(ValueError, match="RidgeCV is a regressor"):
+        RidgeCV().fit(X, np.array(["cat", "dog", "cat", "dog"], dtype=object))
+    np.testing.assert_allclose(Ridge().fit(X, ["1", "2", "3", "4"]).predict(X), Ridge().fit(X, [1, 2, 3, 4]).predict(X))

@@ -8,6 +8,7 @@ is computed at load time from fixed cut points.  Public entry point:
 
 import functools
 import gzip
+import hashlib
 import importlib.resources
 import re
 
@@ -37,10 +38,30 @@ CUT_POINTS = {
 
 _FILES = {"train": "adult.data.gz", "test": "adult.test.gz"}
 _MISSING = "?"
+#: SHA-256 of the shipped files: anything else is refused before it is parsed.
+_SHA256 = {
+    "adult.data.gz": "838cd81977c72d100c8d5e6939e7b3f7646e413209303752944017f7e893e2ef",
+    "adult.test.gz": "dd0437d3e191ca74ffc84a57da11cadcda00664a09896984abed6d6c589c3d63",
+    "adult.names": "c248284c0b5de30c9e1958d6cdd168a34a654758b620e68f46aefa83fc0a576a",
+}
 
 
 def _data_dir():
     return importlib.resources.files("randfeat") / "_data" / "adult"
+
+
+def _checked_bytes(name):
+    """The bytes of a shipped file, refused (OSError naming it) unless they are the ones randfeat shipped."""
+    path = _data_dir() / name
+    data = path.read_bytes()
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != _SHA256[name]:
+        raise OSError(
+            f"randfeat's copy of the UCI Adult file {name} ({path}) is not the one randfeat shipped: its "
+            f"SHA-256 is {digest}, expected {_SHA256[name]}. The file was altered or damaged; reinstall "
+            f"randfeat (pip install --force-reinstall) to restore it."
+        )
+    return data
 
 
 @functools.lru_cache(maxsize=1)
@@ -50,7 +71,7 @@ def attributes():
     Read from the shipped ``adult.names``, so categorical columns follow its
     order exactly.
     """
-    text = (_data_dir() / "adult.names").read_text(encoding="ascii")
+    text = _checked_bytes("adult.names").decode("ascii")
     out = []
     for line in text.splitlines():
         m = re.match(r"^([a-z-]+): (.+)\.$", line)
@@ -68,8 +89,8 @@ def _read_split(split):
     codes (−1 where missing), labels int64 in {−1, +1}; read-only arrays."""
     attrs = attributes()
     lookup = [None if cats is None else {c: k for k, c in enumerate(cats)} for _, cats in attrs]
-    with gzip.open(_data_dir() / _FILES[split], "rt", encoding="ascii") as f:
-        lines = [line for line in f.read().splitlines() if line and not line.startswith("|")]
+    text = gzip.decompress(_checked_bytes(_FILES[split])).decode("ascii")
+    lines = [line for line in text.splitlines() if line and not line.startswith("|")]
     columns = list(zip(*(line.split(", ") for line in lines)))
     if len(columns) != len(attrs) + 1:  # pragma: no cover - the shipped file is fixed
         raise RuntimeError(f"{_FILES[split]}: expected {len(attrs) + 1} fields per row")

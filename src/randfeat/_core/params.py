@@ -126,6 +126,11 @@ class ValidatedParamsMixin:
 
     _parameter_constraints: dict = {}
 
+    # The HTML repr's "?" link (scikit-learn's _HTMLDocumentationLinkMixin): the
+    # API page of the class under its public name, randfeat.<Name>.
+    _doc_link_module = "randfeat"
+    _doc_link_template = "https://randfeat.readthedocs.io/en/latest/generated/{estimator_module}.{estimator_name}.html"
+
     def _validate_params(self):
         params = self.get_params(deep=False)
         caller = type(self).__name__

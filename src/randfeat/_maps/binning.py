@@ -67,9 +67,9 @@ class RandomBinningFeatures(FeatureMap):
         Kernels binning cannot represent (``'rbf'``, ``'cauchy'``,
         ``'matern'``) raise an ``InvalidParameterError`` (a ValueError)
         that says why; use ``RandomFourierFeatures`` for them.
-    gamma : float or 'scale', default=1.0
+    gamma : float or 'scale', default='scale'
         Kernel parameter, as in ``sklearn.metrics.pairwise.laplacian_kernel``.
-        ``'scale'``: ``1 / (n_features * mean|X - X.mean()|)``, the L1
+        ``'scale'`` (the default since 0.2): ``1 / (n_features * mean|X - X.mean()|)``, the L1
         counterpart of RBFSampler's ``1 / (n_features * X.var())`` (it makes
         γ‖x − y‖₁ of order one for typical pairs; see ``gamma_``).
     random_state : int, RandomState instance, Generator or None, default=None
@@ -150,7 +150,7 @@ class RandomBinningFeatures(FeatureMap):
         "n_jobs": N_JOBS,
     }
 
-    def __init__(self, n_grids=30, *, kernel="laplacian", gamma=1.0, random_state=None, n_jobs=None):
+    def __init__(self, n_grids=30, *, kernel="laplacian", gamma="scale", random_state=None, n_jobs=None):
         self.n_grids = n_grids
         self.kernel = kernel
         self.gamma = gamma
@@ -209,17 +209,17 @@ class RandomBinningFeatures(FeatureMap):
     # ------------------------------------------------------- fitted attributes
     @property
     def pitches_(self):
-        """ndarray of shape (n_grids, n_features_in_): the bin widths δ."""
+        """ndarray of shape (n_grids, n_features): the bin widths δ."""
         return self._fitted_state().pitches
 
     @property
     def offsets_(self):
-        """ndarray of shape (n_grids, n_features_in_): the grid shifts u."""
+        """ndarray of shape (n_grids, n_features): the grid shifts u."""
         return self._fitted_state().offsets
 
     @property
     def bin_hashes_(self):
-        """ndarray of shape (n_features_out_,), uint64: the vocabulary, sorted per grid."""
+        """ndarray of uint64, one per output column: the vocabulary, sorted per grid."""
         return self._fitted_state().vocabulary[0]
 
     @property

@@ -89,12 +89,11 @@ def _check_vocabulary(vocabulary, P, D):
     starts, ends = doff[:-1], doff[1:] - 1
     if np.any(dirs[starts] != 0) or np.any(dirs[ends].astype(np.int64) != counts):
         raise ValueError("each grid's lookup directory must run from 0 to its number of bins")
-    step = np.diff(dirs.astype(np.int64))
-    inside = np.ones(step.shape[0], dtype=bool)
-    inside[ends[:-1]] = False  # the step from one grid's directory to the next one's
-    if np.any(step[inside] < 0):
-        raise ValueError("each grid's lookup directory must be non-decreasing")
-    rising = keys[1:] > keys[:-1]
-    rising[koff[1:-1][koff[1:-1] > 0] - 1] = True  # a grid's first key may be below the last one's
-    if not rising.all():
-        raise ValueError("each grid's bin_hashes_ must be sorted and distinct")
+    # Grid by grid: temporaries of one grid's size, not of the whole vocabulary's.
+    for p in range(P):
+        d = dirs[doff[p]:doff[p + 1]]
+        if np.any(d[1:] < d[:-1]):
+            raise ValueError("each grid's lookup directory must be non-decreasing")
+        k = keys[koff[p]:koff[p + 1]]
+        if np.any(k[1:] <= k[:-1]):
+            raise ValueError("each grid's bin_hashes_ must be sorted and distinct")

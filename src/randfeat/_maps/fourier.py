@@ -122,9 +122,12 @@ class RandomFourierFeatures(FeatureMap):
         D with ``'cossin'``).
     kernel : {'rbf', 'laplacian', 'cauchy', 'matern'}, default='rbf'
         Kernel approximated; see ``randfeat.kernel_matrix`` for the formulas.
-    gamma : float or 'scale', default=1.0
+    gamma : float or 'scale', default='scale'
         Kernel parameter as in ``sklearn.metrics.pairwise``.  ``'scale'``
-        means ``1 / (n_features * X.var())`` as in scikit-learn's RBFSampler.
+        (the default since 0.2) means ``1 / (n_features * X.var())``, as
+        scikit-learn's RBFSampler: of the order of one over typical squared
+        distances, whatever the scale of X (a fixed ``gamma=1.0`` predicted
+        the majority class on the Adult set).  The value used is ``gamma_``.
     nu : {0.5, 1.5, 2.5}, default=1.5
         Smoothness of the Matérn kernel; ignored by the other kernels.
     feature_map : {'cossin', 'cos'}, default='cossin'
@@ -224,7 +227,7 @@ class RandomFourierFeatures(FeatureMap):
         n_components=100,
         *,
         kernel="rbf",
-        gamma=1.0,
+        gamma="scale",
         nu=1.5,
         feature_map="cossin",
         sampling="iid",

@@ -13,6 +13,7 @@ Leave-one-out residuals from a decomposition: ``loo.py``.
 
 import numpy as np
 import scipy.linalg
+import scipy.sparse as sp
 
 from .._core.threads import single_threaded_blas
 from .cholesky import _check_scale, check_statistics
@@ -42,7 +43,7 @@ class Decomposition:
         self.n_samples = n_samples
         self.yss = yss
         self.centred = centred
-        self.Zt = None  # kernel path: √W Z_c, for the coefficients
+        self.Zt_times = None  # kernel path: V -> (√W Z_c)ᵀ V, for the coefficients
 
     def kept(self, alphas):
         """Boolean (n_eig, A): the directions fitted at each alpha (see the class docstring)."""
@@ -61,7 +62,7 @@ class Decomposition:
             return (self.basis @ np.divide(self.u, lam + a, out=np.zeros_like(self.u), where=keep)).T
         # Dual: β = Z̃ᵀ Q diag(1/(λ+α)) Qᵀỹ.
         scale = np.where(keep, 1.0 / (lam + a), 0.0)
-        return (self.Zt.T @ (self.basis @ (self.u * scale))).T
+        return self.Zt_times(self.basis @ (self.u * scale)).T
 
     def gcv_errors(self, alphas):
         """Return the GCV mean squared error, shape (K, A)."""
@@ -103,17 +104,30 @@ def eigen_of(stats, owner="RidgeCV"):
 
 
 def kernel_decomposition(Z, Y, w, fit_intercept, owner="RidgeCV"):
-    """The kernel-path decomposition of a materialised dense Z (N < D, all weights > 0)."""
+    """The kernel-path decomposition of a materialised Z, dense or CSR (N < D, all weights > 0).
+
+    A CSR Z (binning) stays sparse: the N × N kernel of the centred rows is
+    ZZᵀ − Zμ1ᵀ − 1μᵀZᵀ + μᵀμ (its entries are of the order of the data's,
+    binning's at most 1), and (√W Z_c)ᵀV = Zᵀ(√w ⊙ V) − μ(√wᵀV).
+    """
     dtype = Z.dtype
-    Z = np.asarray(Z, dtype=np.float64)
+    sparse = sp.issparse(Z)
+    Z = sp.csr_matrix(Z, dtype=np.float64) if sparse else np.asarray(Z, dtype=np.float64)
     sw = w.sum()
-    mean = (w @ Z) / sw if fit_intercept else np.zeros(Z.shape[1])
+    mean = np.asarray(w @ Z).ravel() / sw if fit_intercept else np.zeros(Z.shape[1])
     y_mean = (w @ Y) / sw if fit_intercept else np.zeros(Y.shape[1])
     sqw = np.sqrt(w)
-    Zt = sqw[:, None] * (Z - mean)
     yt = sqw[:, None] * (Y - y_mean)
     with single_threaded_blas(), np.errstate(over="ignore", invalid="ignore"):
-        Kmat = Zt @ Zt.T
+        if sparse:
+            Zmean = Z @ mean
+            Kmat = (Z @ Z.T).toarray() - Zmean[:, None] - Zmean[None, :] + mean @ mean
+            Kmat *= sqw[:, None] * sqw[None, :]
+            Zt_times = lambda V: Z.T @ (sqw[:, None] * V) - np.outer(mean, sqw @ V)  # noqa: E731
+        else:
+            Zt = sqw[:, None] * (Z - mean)
+            Kmat = Zt @ Zt.T
+            Zt_times = lambda V: Zt.T @ V  # noqa: E731
         _check_scale("the kernel matrix ZZᵀ", Kmat, owner)
         _check_scale("the sum of squares of y", (yt**2).sum(axis=0), owner)
         lam, Q = scipy.linalg.eigh(Kmat, check_finite=False)
@@ -124,5 +138,5 @@ def kernel_decomposition(Z, Y, w, fit_intercept, owner="RidgeCV"):
     dec = Decomposition(kind="kernel", eigvals=lam, basis=Q, u=Q.T @ yt, mean=mean, y_mean=y_mean,
                         weight_sum=sw, n_samples=Z.shape[0], yss=(yt**2).sum(axis=0),
                         centred=fit_intercept, dtype=dtype)
-    dec.Zt = Zt
+    dec.Zt_times = Zt_times
     return dec

@@ -182,6 +182,12 @@ def _kernel_path_pays(settings, N, D, dtype):
     return settings.cv in (None, "gcv") and N < D and N * D * itemsize <= DEFAULT_CHUNK_BYTES
 
 
+def _kernel_fits(N):
+    """True if the N × N kernel path's arrays (the kernel, its eigenvectors, a product) fit half the memory."""
+    available, _ = available_memory()
+    return available is None or 3 * N * N * 8 <= JOINT_PASS_MEMORY_FRACTION * available
+
+
 def _joint_pass_fits(settings, maps, X):
     """True if the gammas' Gram matrices are accumulated in one pass over X.
 
@@ -251,7 +257,9 @@ def select_alpha(settings, source, Y, w, y_true, sample_weighted):
         # Streamed features, but fewer rows than features and small: the
         # N × N kernel's eigendecomposition (N³) beats the D × D Gram's (D³).
         source = FeatureSource(source.X, source.features, source.materialised())
-    if not source.streamed and not source.sparse and N < D and settings.cv in (None, "gcv") and np.all(w > 0):
+    if not source.streamed and N < D and settings.cv in (None, "gcv") and np.all(w > 0) and (
+            not source.sparse or _kernel_fits(N)):
+        # Fewer rows than features: the N × N kernel's eigendecomposition (N³) beats the D × D Gram's (D³).
         dec = kernel_decomposition(source.Z, Y, w, settings.fit_intercept, settings.owner)
     else:
         dec = gram_decomposition(source.dense_blocks(settings.chunk_size), Y, w, D, settings.fit_intercept,
