@@ -40,6 +40,7 @@ backends reach a map only through this contract.
 """
 
 import dataclasses
+import inspect
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin, clone
@@ -251,6 +252,11 @@ class FeatureMap(ClassNamePrefixFeaturesOutMixin, ValidatedParamsMixin, Transfor
 
     def __setstate__(self, state):
         state = dict(state)
+        # A map pickled by an earlier version lacks the parameters added since:
+        # they take their defaults (what that version did).
+        for name, param in inspect.signature(type(self).__init__).parameters.items():
+            if param.default is not inspect.Parameter.empty and name not in state:
+                state[name] = param.default
         if "_state" not in state and "n_features_out_" in state:
             # A map pickled by randfeat 0.1.0 kept its parameters as separate attributes.
             state["_state"] = self._legacy_state(state)
