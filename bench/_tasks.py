@@ -139,12 +139,13 @@ def adult_uci_task(D, seed, n_rows=None):
     from randfeat.datasets import load_adult
 
     progress("Adult (UCI): loading the copy shipped with randfeat")
-    X, y, X_test, y_test = load_adult(encoding="a9a", return_X_y=True)
+    X, y = load_adult(subset="train", encoding="a9a", return_X_y=True)
+    X_test, y_test = load_adult(subset="test", encoding="a9a", return_X_y=True)
     rng = np.random.default_rng(seed)
     X, y = _subsample(X, y, n_rows, rng)
     X_test, y_test = _subsample(X_test, y_test, n_rows, rng)
     sub = "" if n_rows is None else f", {n_rows:,} random rows of each split"
-    src = f"randfeat.datasets.load_adult(encoding='a9a'): UCI adult.data / adult.test{sub}"
+    src = f"randfeat.datasets.load_adult(subset='train' / 'test', encoding='a9a'): UCI adult.data / adult.test{sub}"
     return make_task(REAL_ADULT, "Adult (UCI)", "classification", X, y, D, src, seed, paper_key="adult",
                      test=(X_test, y_test))
 

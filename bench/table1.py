@@ -12,6 +12,14 @@ Usage
     python bench/table1.py --data covtype.libsvm.binary     # svmlight/libsvm, .npz or .csv files
     python bench/table1.py --data a9a --test-data a9a.t
     python bench/table1.py --dataset covtype                # fetched by scikit-learn (needs network)
+    python bench/table1.py --quick --refresh-committed      # rewrite the committed bench/results/table1_quick.*
+
+Results
+-------
+Written to ``bench/out/`` (git-ignored), or to ``--out DIR``: a run never
+touches the tracked files.  ``--refresh-committed`` writes to
+``bench/results/`` instead, the committed results the documentation's
+Performance page shows (for a maintainer refreshing them on a quiet machine).
 
 Data
 ----
@@ -65,7 +73,16 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _harness import HarnessError, fmt_seconds, machine_info, progress, results_dir, write_json  # noqa: E402
+from _harness import (  # noqa: E402
+    COMMITTED_RESULTS,
+    LOCAL_RESULTS,
+    HarnessError,
+    fmt_seconds,
+    machine_info,
+    progress,
+    results_dir,
+    write_json,
+)
 from _methods import build_methods  # noqa: E402
 from _profiles import PROFILES  # noqa: E402
 from _protocol import run_task  # noqa: E402
@@ -103,7 +120,10 @@ def parse_args(argv):
     p.add_argument("--mem-budget-gb", type=float, default=6.0,
                    help="memory a baseline may use for its feature or kernel matrix (default 6)")
     p.add_argument("--exact-budget-s", type=float, help="skip the exact kernel machine above this estimated fit time")
-    p.add_argument("--out", help="results directory (default bench/results)")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--out", help="results directory (default bench/out, which git ignores)")
+    where.add_argument("--refresh-committed", action="store_true",
+                       help="write to bench/results, the committed results shown in the docs (maintainers)")
     p.add_argument("--tag", help="file name stem for the outputs (default table1_<profile>)")
     args = p.parse_args(argv)
     if args.test_data and not args.data:
@@ -182,7 +202,7 @@ def main(argv=None):
     if threads is None and os.getloadavg()[0] > (os.cpu_count() or 1):
         progress(f"warning: load average {os.getloadavg()[0]:.1f} exceeds {os.cpu_count()} cores; multi-threaded "
                  "timings will be inflated and noisy (--threads 1 is steadier on a shared machine)")
-    out = results_dir(args.out)
+    out = results_dir(args.out or (COMMITTED_RESULTS if args.refresh_committed else LOCAL_RESULTS))
     stem = args.tag or f"table1_{profile_name}"
 
     def write_outputs():  # after every data set, so a long run leaves its finished sets behind

@@ -1,12 +1,24 @@
 """Sphinx configuration for randfeat's documentation.
 
-The API reference documents the *installed* randfeat (build it first:
-``pip install ".[docs]"``, or ``python setup.py build_ext --inplace`` and
-``PYTHONPATH=src``).  Its page ``api.rst`` is generated here from
-``randfeat.__all__``, so a new public estimator appears without editing the
-docs.  Build with warnings as errors::
+The site documents the *installed* randfeat (build it first: ``pip install
+".[docs]"``, or ``python setup.py build_ext --inplace`` and
+``PYTHONPATH=src``).  Three things are generated at build time, so they are
+always current and never committed:
+
+* ``api.rst`` from ``randfeat.__all__`` (a new public estimator appears
+  without editing the docs);
+* the examples gallery (``auto_examples/``): sphinx-gallery *runs* every
+  ``examples/plot_*.py`` and keeps its output and figures;
+* the Performance page's tables (``_generated/perf/``) from the committed
+  ``bench/results`` files (``_perfgen.py``): refreshing a bench result
+  refreshes the page.
+
+Build with warnings as errors::
 
     sphinx-build -W --keep-going -b html docs docs/_build/html
+
+``SPHINX_GALLERY_PLOT=0`` in the environment skips running the examples
+(a quick build of the text; the gallery pages then have no output).
 """
 
 import os
@@ -20,6 +32,9 @@ except ImportError as exc:  # pragma: no cover - a message for the person buildi
     sys.exit(f"docs/conf.py: cannot import randfeat ({exc}); install it (pip install '.[docs]') first")
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+import _perfgen  # noqa: E402  (docs/_perfgen.py: the Performance page's tables)
 
 project = "randfeat"
 author = "The randfeat developers"
@@ -29,12 +44,28 @@ version = release = randfeat.__version__
 extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
+    "sphinx.ext.mathjax",
     "numpydoc",
+    "myst_parser",
+    "sphinx_gallery.gen_gallery",
 ]
+source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
 templates_path = ["_templates"]
-exclude_patterns = ["_build"]
-html_theme = "alabaster"
+# _generated: pieces included by other pages (never pages of their own).
+exclude_patterns = ["_build", "_generated", "auto_examples/*.ipynb", "auto_examples/*.py", "auto_examples/*.zip"]
+myst_heading_anchors = 3
+
+html_theme = "pydata_sphinx_theme"
+html_title = f"randfeat {release}"
 html_static_path = []
+html_theme_options = {
+    "github_url": "https://github.com/randfeat/randfeat",
+    "navbar_align": "left",
+    "show_toc_level": 2,
+    "navigation_with_keys": False,
+    "secondary_sidebar_items": ["page-toc", "sourcelink"],
+}
+html_sidebars = {"index": [], "quickstart": [], "install": [], "performance": [], "changelog": [], "bad_input": []}
 
 autosummary_generate = True
 autodoc_typehints = "none"  # the numpydoc sections carry the types
@@ -43,6 +74,26 @@ autodoc_typehints = "none"  # the numpydoc sections carry the types
 numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
 
+# ------------------------------------------------------------------ gallery
+# Each example runs in the build, on the installed randfeat; a failing
+# example fails the build.  Their run times are written to
+# sg_execution_times.rst (the docs CI stage prints them).
+sphinx_gallery_conf = {
+    "examples_dirs": os.path.join(ROOT, "examples"),
+    "gallery_dirs": "auto_examples",
+    "filename_pattern": r"/plot_",
+    "within_subsection_order": "FileNameSortKey",
+    "plot_gallery": os.environ.get("SPHINX_GALLERY_PLOT", "True"),
+    "abort_on_example_error": True,
+    "doc_module": ("randfeat",),
+    "backreferences_dir": "gen_modules/backreferences",
+    "reference_url": {"randfeat": None},  # code in the examples links to the API pages
+    "min_reported_time": 0,
+    "remove_config_comments": True,
+    "download_all_examples": False,
+    "matplotlib_animations": False,
+    "show_memory": False,
+}
 
 _PARAM_LINE = re.compile(r"^(\s*[\w*][\w*, ]* : )(.+)$")
 _TRAILING_UNDERSCORE = re.compile(r"(?<![`\w])([A-Za-z]\w*)_(?![\w`])")
@@ -129,3 +180,4 @@ def write_api_page():
 
 
 write_api_page()
+_perfgen.write_tables(os.path.join(ROOT, "bench", "results"), os.path.join(HERE, "_generated", "perf"))

@@ -27,11 +27,11 @@ YC = (Y > np.median(Y)).astype(int)
 
 
 def _fourier():
-    return RandomFourierFeatures(5, random_state=0)
+    return RandomFourierFeatures(5, gamma=1.0, random_state=0)
 
 
 def _binning():
-    return RandomBinningFeatures(4, random_state=0)
+    return RandomBinningFeatures(4, gamma=1.0, random_state=0)  # a fixed gamma: 1e300 must overflow a bin
 
 
 # ================================================= row 3: sparse structure

@@ -212,6 +212,33 @@ def test_table1_npz_without_y_is_a_clear_error(tmp_path):
     assert proc.returncode == 2 and "has no array y" in proc.stderr and "Traceback" not in proc.stderr
 
 
+def test_table1_writes_outside_the_tracked_files_by_default():
+    # README's first command runs table1.py without --out: on a fresh clone
+    # `git status` must stay clean, so the default folder is bench/out/, which
+    # .gitignore lists; --refresh-committed (maintainers) writes bench/results/.
+    import shutil
+    import subprocess
+    import uuid
+
+    tag = f"default_out_{uuid.uuid4().hex[:8]}"
+    committed = sorted(p.name for p in (BENCH / "results").iterdir())
+    try:
+        proc = run("table1.py", "--tiny", "--sets", "census", "--methods", "linear", "--tag", tag)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        for suffix in (".md", ".json"):
+            assert (BENCH / "out" / f"{tag}{suffix}").exists()
+        assert f"bench/out/{tag}.md" in proc.stdout.replace("\\", "/")
+        assert sorted(p.name for p in (BENCH / "results").iterdir()) == committed
+        if shutil.which("git") and (BENCH.parent / ".git").exists():
+            check = subprocess.run(["git", "check-ignore", "-q", str(BENCH / "out" / f"{tag}.md")], cwd=BENCH.parent)
+            assert check.returncode == 0, "bench/out/ is not git-ignored"
+    finally:
+        for suffix in (".md", ".json"):
+            (BENCH / "out" / f"{tag}{suffix}").unlink(missing_ok=True)
+    proc = run("table1.py", "--tiny", "--out", "x", "--refresh-committed")
+    assert proc.returncode == 2 and "not allowed with argument" in proc.stderr
+
+
 def test_approx_error_tiny(tmp_path):
     proc = run("approx_error.py", "--tiny", "--out", tmp_path)
     assert proc.returncode == 0, proc.stderr[-3000:]

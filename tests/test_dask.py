@@ -63,7 +63,7 @@ CHUNKS = ((250, 1, 300, 149), (4, 2))  # uneven rows (one single-row block), col
 def test_fourier_transform_lazy_and_bit_identical(sync, n_components):
     X, _, _ = _data()
     Xd = da.from_array(X, chunks=CHUNKS)
-    rff = RandomFourierFeatures(n_components, random_state=np.random.default_rng(5))  # any random_state:
+    rff = RandomFourierFeatures(n_components, gamma=1.0, random_state=np.random.default_rng(5))  # any random_state:
     ref = clone(rff).fit(X)  # the map is drawn on the client, workers only apply it
     rff.fit(Xd)
     np.testing.assert_array_equal(rff.random_weights_, ref.random_weights_)
@@ -74,7 +74,7 @@ def test_fourier_transform_lazy_and_bit_identical(sync, n_components):
     np.testing.assert_array_equal(Z.compute(), ref.transform(X))
     np.testing.assert_array_equal(Z[:, -3:].compute(), ref.transform(X)[:, -3:])  # declared width is right
     # (a Generator random_state is consumed by fit: compare fit_transform with an int seed)
-    rff3 = RandomFourierFeatures(n_components, random_state=3)
+    rff3 = RandomFourierFeatures(n_components, gamma=1.0, random_state=3)
     np.testing.assert_array_equal(clone(rff3).fit_transform(Xd).compute(), rff3.fit_transform(X))
 
 
@@ -95,7 +95,7 @@ def test_fourier_gamma_scale_and_float32(sync):
 
 def test_transform_bad_input(sync):
     X, _, _ = _data()
-    rff = RandomFourierFeatures(10, random_state=0).fit(X)
+    rff = RandomFourierFeatures(10, gamma=1.0, random_state=0).fit(X)
     with pytest.raises(ValueError, match="expecting 6 features"):
         rff.transform(da.from_array(X[:, :4]))
     Xd = da.from_array(X, chunks=100)
@@ -145,7 +145,7 @@ def test_ridge_numpy_targets_and_zero_weight_blocks(sync):
 def test_classifier_equals_in_memory(sync, labels):
     X, _, _ = _data()
     y = np.array(labels)[np.argmax(X[:, : len(labels)], axis=1)]
-    est = RidgeClassifier(alpha=0.5, features=RandomFourierFeatures(30, random_state=2))
+    est = RidgeClassifier(alpha=0.5, features=RandomFourierFeatures(30, gamma=1.0, random_state=2))
     ref = clone(est).fit(X, y)
     Xd, yd = da.from_array(X, chunks=CHUNKS), da.from_array(y, chunks=(CHUNKS[0],))
     est.fit(Xd, yd)
@@ -185,7 +185,7 @@ def test_cluster_pipeline_end_to_end(cluster_client):
     X, y, w = _data(n=3000)
     Xd = da.from_array(X, chunks=(700, 6))
     yd, wd = da.from_array(y, chunks=700), da.from_array(w, chunks=700)
-    pipe = make_pipeline(RandomFourierFeatures(60, random_state=0), Ridge(alpha=0.2))
+    pipe = make_pipeline(RandomFourierFeatures(60, gamma=1.0, random_state=0), Ridge(alpha=0.2))
     ref = clone(pipe).fit(X, y, ridge__sample_weight=w)
     pipe.fit(Xd, yd, ridge__sample_weight=wd)
     _close(pipe[-1].coef_, ref[-1].coef_)
@@ -193,7 +193,7 @@ def test_cluster_pipeline_end_to_end(cluster_client):
     assert isinstance(pred, da.Array)
     _close(pred.compute(), ref.predict(X))
     # Ridge(features=...) makes the features on the workers: the same model
-    est = Ridge(alpha=0.2, features=RandomFourierFeatures(60, random_state=0)).fit(Xd, yd, sample_weight=wd)
+    est = Ridge(alpha=0.2, features=RandomFourierFeatures(60, gamma=1.0, random_state=0)).fit(Xd, yd, sample_weight=wd)
     _close(est.coef_, ref[-1].coef_)
     # the same model predicts the same bits on the workers (1-thread processes) and on the client
     np.testing.assert_array_equal(est.predict(Xd).compute(), est.predict(X))
@@ -227,8 +227,8 @@ def test_binning_fit_from_block_vocabularies_and_lazy_csr(sync, dtype):
     import scipy.sparse as sp
 
     X = _data()[0].astype(dtype)
-    ref = RandomBinningFeatures(n_grids=6, random_state=0).fit(X)
-    rbf = RandomBinningFeatures(n_grids=6, random_state=0).fit(da.from_array(X, chunks=CHUNKS))
+    ref = RandomBinningFeatures(n_grids=6, gamma=1.0, random_state=0).fit(X)
+    rbf = RandomBinningFeatures(n_grids=6, gamma=1.0, random_state=0).fit(da.from_array(X, chunks=CHUNKS))
     np.testing.assert_array_equal(rbf.bin_hashes_, ref.bin_hashes_)  # merged vocabulary = in-memory one
     np.testing.assert_array_equal(rbf.grid_offsets_, ref.grid_offsets_)
     Z = rbf.transform(da.from_array(X, chunks=CHUNKS))
@@ -236,11 +236,11 @@ def test_binning_fit_from_block_vocabularies_and_lazy_csr(sync, dtype):
     assert Z.shape == (700, ref.n_features_out_) and Z.chunks[0] == CHUNKS[0] and Z.dtype == dtype
     Zc = Z.compute()
     assert sp.issparse(Zc) and (Zc != ref.transform(X)).nnz == 0
-    Zft = RandomBinningFeatures(n_grids=6, random_state=0).fit_transform(da.from_array(X, chunks=200))
+    Zft = RandomBinningFeatures(n_grids=6, gamma=1.0, random_state=0).fit_transform(da.from_array(X, chunks=200))
     assert (Zft.compute() != ref.fit_transform(X)).nnz == 0
     # grids are drawn on the client: a Generator random_state works (workers draw nothing)
-    g1 = RandomBinningFeatures(n_grids=3, random_state=np.random.default_rng(4)).fit(da.from_array(X, chunks=100))
-    g2 = RandomBinningFeatures(n_grids=3, random_state=np.random.default_rng(4)).fit(X)
+    g1 = RandomBinningFeatures(n_grids=3, gamma=1.0, random_state=np.random.default_rng(4)).fit(da.from_array(X, chunks=100))
+    g2 = RandomBinningFeatures(n_grids=3, gamma=1.0, random_state=np.random.default_rng(4)).fit(X)
     np.testing.assert_array_equal(g1.bin_hashes_, g2.bin_hashes_)
     # Ridge on the lazy sparse blocks: CG on the workers, the in-memory model
     y = np.sin(X.astype(np.float64)).sum(axis=1)
@@ -254,13 +254,13 @@ def test_binning_bin_range_checked_on_dask_input(sync):
     X = _data()[0]
     X[400, 2] = 1e300
     with pytest.raises(ValueError, match="exceeds 2\\*\\*62"):
-        RandomBinningFeatures(random_state=0).fit(da.from_array(X, chunks=100))
+        RandomBinningFeatures(gamma=1.0, random_state=0).fit(da.from_array(X, chunks=100))
 
 
 def test_cluster_binning_vocabulary(cluster_client):
     X = _data(n=2000)[0]
-    ref = RandomBinningFeatures(n_grids=5, random_state=1).fit(X)
-    rbf = RandomBinningFeatures(n_grids=5, random_state=1).fit(da.from_array(X, chunks=450))
+    ref = RandomBinningFeatures(n_grids=5, gamma=1.0, random_state=1).fit(X)
+    rbf = RandomBinningFeatures(n_grids=5, gamma=1.0, random_state=1).fit(da.from_array(X, chunks=450))
     np.testing.assert_array_equal(rbf.bin_hashes_, ref.bin_hashes_)
     assert (rbf.transform(da.from_array(X, chunks=450)).compute() != ref.transform(X)).nnz == 0
 
@@ -278,7 +278,7 @@ def test_ridge_cg_on_binning_features_equals_in_memory(sync, fit_intercept, weig
     # iterate in the dual, which the workers' operator does not offer.)
     X, y, w = _data(n=900, k=k)
     w = w if weighted else None
-    kw = dict(alpha=0.5, features=RandomBinningFeatures(n_grids=12, random_state=0), fit_intercept=fit_intercept,
+    kw = dict(alpha=0.5, features=RandomBinningFeatures(n_grids=12, gamma=1.0, random_state=0), fit_intercept=fit_intercept,
               tol=1e-12, preconditioner="block")
     ref = Ridge(**kw).fit(X, y, sample_weight=w)
     Xd = da.from_array(X, chunks=((300, 1, 450, 149), (6,)))
@@ -303,8 +303,8 @@ def test_ridge_cg_dense_and_wide(sync, monkeypatch):
     from randfeat._solvers import plan
 
     monkeypatch.setattr(plan, "CHOLESKY_MAX_FEATURES", 30)
-    est = Ridge(features=RandomFourierFeatures(40, random_state=0), tol=1e-12).fit(Xd, y)
-    ref = Ridge(features=RandomFourierFeatures(40, random_state=0), tol=1e-12).fit(X, y)
+    est = Ridge(features=RandomFourierFeatures(40, gamma=1.0, random_state=0), tol=1e-12).fit(Xd, y)
+    ref = Ridge(features=RandomFourierFeatures(40, gamma=1.0, random_state=0), tol=1e-12).fit(X, y)
     assert est.solver_ == ref.solver_ == "cg"
     _close(est.coef_, ref.coef_, rtol=1e-9)
 
@@ -312,7 +312,7 @@ def test_ridge_cg_dense_and_wide(sync, monkeypatch):
 def test_cluster_classifier_cg_on_binning_features(cluster_client):
     X, _, _ = _data(n=2500)
     labels = (X[:, 0] > 2).astype(int) + (X[:, 1] > 2.3)
-    kw = dict(alpha=1.0, features=RandomBinningFeatures(n_grids=10, random_state=3), tol=1e-12)
+    kw = dict(alpha=1.0, features=RandomBinningFeatures(n_grids=10, gamma=1.0, random_state=3), tol=1e-12)
     ref = RidgeClassifier(**kw).fit(X, labels)
     Xd = da.from_array(X, chunks=(600, 6))
     est = RidgeClassifier(**kw).fit(Xd, da.from_array(labels, chunks=600))

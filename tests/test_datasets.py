@@ -84,7 +84,7 @@ def test_adult_like_is_a9a_shaped_csr_one_hot():
     nnz = np.diff(X.indptr)
     assert nnz.max() == 14 and nnz.min() >= 11  # 14 attributes, a few missing
     # Exactly one column per present attribute: column blocks of the 14 attributes.
-    bounds = np.concatenate([[0], np.cumsum(datasets.ADULT_CARDINALITIES)])
+    bounds = np.concatenate([[0], np.cumsum(datasets._ADULT_CARDINALITIES)])
     assert bounds[-1] == 123
     Xd = X[:2000].toarray()
     for j in range(14):
@@ -176,12 +176,13 @@ LIBSVM_FIRST_ROWS = {
 
 @pytest.fixture(scope="module")
 def adult():
-    return load_adult()
+    """(train, test): the two a9a Bunches."""
+    return load_adult(), load_adult(subset="test")
 
 
 @pytest.fixture(scope="module")
 def adult_raw():
-    return load_adult(encoding="raw")
+    return load_adult(encoding="raw"), load_adult(subset="test", encoding="raw")
 
 
 def _libsvm_lines(X, y):
@@ -207,7 +208,8 @@ def test_adult_shipped_files_are_the_uci_originals():
 
 
 def test_adult_a9a_shapes_labels_and_csr(adult):
-    X, y, Xt, yt = adult.data, adult.target, adult.data_test, adult.target_test
+    (X, y), (Xt, yt) = ((b.data, b.target) for b in adult)
+    adult = adult[0]
     assert X.shape == (32561, 123) and Xt.shape == (16281, 123)
     for A in (X, Xt):
         assert sp.issparse(A) and A.format == "csr" and A.dtype == np.float64 and A.has_sorted_indices
@@ -220,7 +222,7 @@ def test_adult_a9a_shapes_labels_and_csr(adult):
 def test_adult_a9a_rows_are_one_hot_blocks_with_missing_blocks_empty(adult, adult_raw):
     from randfeat._adult import attributes
 
-    for X, V in ((adult.data, adult_raw.data), (adult.data_test, adult_raw.data_test)):
+    for X, V in ((adult[0].data, adult_raw[0].data), (adult[1].data, adult_raw[1].data)):
         assert np.all(X.data == 1.0) and not np.isnan(X.data).any()
         for i in range(X.shape[0]):  # indices strictly increasing within every row
             row = X.indices[X.indptr[i]:X.indptr[i + 1]]
@@ -229,7 +231,8 @@ def test_adult_a9a_rows_are_one_hot_blocks_with_missing_blocks_empty(adult, adul
         np.testing.assert_array_equal(np.diff(X.indptr), 14 - missing)
         assert missing.max() == 3  # workclass, occupation and native-country can be "?"
     # Block layout: attribute by attribute in file order, categories in adult.names order.
-    names = list(adult.feature_names)
+    names = list(adult[0].feature_names)
+    assert names == list(adult[1].feature_names)
     assert names[:6] == ["age<26", "age=26..32", "age=33..40", "age=41..49", "age>=50", "workclass=Private"]
     assert names[-1] == "native-country=Holand-Netherlands"
     start = 0
@@ -246,7 +249,8 @@ def test_adult_a9a_rows_are_one_hot_blocks_with_missing_blocks_empty(adult, adul
 def test_adult_a9a_equals_libsvm_a9a_row_for_row(adult):
     import hashlib
 
-    for key, X, y in (("a9a", adult.data, adult.target), ("a9a.t", adult.data_test, adult.target_test)):
+    for key, b in (("a9a", adult[0]), ("a9a.t", adult[1])):
+        X, y = b.data, b.target
         lines = _libsvm_lines(X, y)
         assert lines[:3] == LIBSVM_FIRST_ROWS[key]
         assert hashlib.md5("".join(line + "\n" for line in lines).encode()).hexdigest() == LIBSVM_MD5[key], key
@@ -255,14 +259,14 @@ def test_adult_a9a_equals_libsvm_a9a_row_for_row(adult):
 def test_adult_raw_attributes(adult_raw):
     from randfeat._adult import attributes
 
-    V, Vt = adult_raw.data, adult_raw.data_test
+    V, Vt = adult_raw[0].data, adult_raw[1].data
     assert V.shape == (32561, 14) and Vt.shape == (16281, 14) and V.dtype == np.float64
     assert not np.isnan(V).any() and not np.isnan(Vt).any()
-    assert list(adult_raw.feature_names) == [name for name, _ in attributes()]
+    assert list(adult_raw[0].feature_names) == [name for name, _ in attributes()]
     # First row of adult.data: 39, State-gov, 77516, Bachelors, 13, Never-married, Adm-clerical,
     # Not-in-family, White, Male, 2174, 0, 40, United-States, <=50K.
     np.testing.assert_array_equal(V[0], [39, 5, 77516, 0, 13, 2, 8, 3, 0, 1, 2174, 0, 40, 0])
-    assert adult_raw.target[0] == -1
+    assert adult_raw[0].target[0] == -1
     for j, (name, cats) in enumerate(attributes()):
         if cats is None:
             assert V[:, j].min() >= 0
@@ -276,8 +280,9 @@ def test_adult_as_frame(adult_raw):
     from randfeat._adult import attributes
 
     b = load_adult(encoding="raw", as_frame=True)
-    for df, V in ((b.data, adult_raw.data), (b.data_test, adult_raw.data_test)):
-        assert isinstance(df, pd.DataFrame) and list(df.columns) == list(adult_raw.feature_names)
+    bt = load_adult(subset="test", encoding="raw", as_frame=True)
+    for df, V in ((b.data, adult_raw[0].data), (bt.data, adult_raw[1].data)):
+        assert isinstance(df, pd.DataFrame) and list(df.columns) == list(adult_raw[0].feature_names)
         for j, (name, cats) in enumerate(attributes()):
             col = df[name]
             if cats is None:
@@ -287,22 +292,56 @@ def test_adult_as_frame(adult_raw):
                 assert isinstance(col.dtype, pd.CategoricalDtype) and list(col.cat.categories) == list(cats)
                 np.testing.assert_array_equal(col.cat.codes.to_numpy(), V[:, j])  # NaN <-> code -1
     assert isinstance(b.target, pd.Series) and (b.target == 1).sum() == 7841
-    assert b.frame.shape == (32561, 15) and b.frame_test.shape == (16281, 15)
+    assert (bt.target == 1).sum() == 3846
+    assert b.frame.shape == (32561, 15) and bt.frame.shape == (16281, 15)
+    X, y = load_adult(encoding="raw", as_frame=True, return_X_y=True)
+    assert isinstance(X, pd.DataFrame) and isinstance(y, pd.Series) and X.shape == (32561, 14)
 
 
-def test_adult_deterministic_return_x_y_and_independent_copies(adult):
-    X, y, Xt, yt = load_adult(return_X_y=True)
-    assert (X != adult.data).nnz == 0 and (Xt != adult.data_test).nnz == 0
-    np.testing.assert_array_equal(y, adult.target)
-    np.testing.assert_array_equal(yt, adult.target_test)
+def test_adult_return_x_y_is_a_pair_as_in_scikit_learn(adult):
+    # scikit-learn's loaders: return_X_y=True gives (data, target), nothing more.
+    for subset, b in zip(("train", "test"), adult):
+        out = load_adult(subset=subset, return_X_y=True)
+        assert isinstance(out, tuple) and len(out) == 2
+        X, y = out
+        assert (X != b.data).nnz == 0
+        np.testing.assert_array_equal(y, b.target)
+    X, y = load_adult(encoding="raw", return_X_y=True)
+    assert X.shape == (32561, 14) and y.shape == (32561,)
+
+
+def test_adult_subsets(adult, adult_raw):
+    train, test = adult
+    assert set(train) == set(test) == {"data", "target", "feature_names", "target_names", "DESCR"}
+    assert "train (adult.data, 32,561 rows)" in train.DESCR and "test (adult.test, 16,281 rows)" in test.DESCR
+    both = load_adult(subset="all")
+    assert both.data.shape == (48842, 123) and (both.target == 1).sum() == 7841 + 3846
+    assert (both.data[:32561] != train.data).nnz == 0 and (both.data[32561:] != test.data).nnz == 0
+    np.testing.assert_array_equal(both.target, np.concatenate([train.target, test.target]))
+    raw = load_adult(subset="all", encoding="raw", return_X_y=True)[0]
+    np.testing.assert_array_equal(raw, np.vstack([adult_raw[0].data, adult_raw[1].data]))
+
+
+def test_adult_loads_are_independent_copies():
     # Each call returns its own arrays: changing one leaves the next load intact.
+    X, y = load_adult(return_X_y=True)
     y[:] = 0
     X.data[:] = 5
     again = load_adult(encoding="a9a")
     assert (again.target == 1).sum() == 7841 and np.all(again.data.data == 1.0)
-    raw = load_adult(encoding="raw", return_X_y=True)
-    raw[0][:] = -7
-    assert load_adult(encoding="raw").data[0, 0] == 39
+    for subset in ("train", "all"):
+        raw, y = load_adult(subset=subset, encoding="raw", return_X_y=True)
+        assert raw.flags.writeable and y.flags.writeable
+        raw[:] = -7
+        y[:] = 0
+    assert load_adult(encoding="raw").data[0, 0] == 39 and (load_adult(encoding="raw").target == 1).sum() == 7841
+
+
+def test_datasets_module_exposes_only_its_public_names():
+    public = {name for name in dir(datasets) if not name.startswith("_")}
+    assert public == set(datasets.__all__), sorted(public - set(datasets.__all__))
+    for stray in ("np", "sp", "numbers"):
+        assert not hasattr(datasets, stray)
 
 
 def test_adult_loads_offline(tmp_path):
@@ -318,8 +357,8 @@ def test_adult_loads_offline(tmp_path):
         "socket.socket.connect = socket.socket.connect_ex = refuse\n"
         "socket.create_connection = socket.getaddrinfo = refuse\n"
         "from randfeat.datasets import load_adult\n"
-        "b = load_adult()\n"
-        "print(b.data.shape[0] + b.data_test.shape[0])\n"
+        "b = load_adult(subset='all')\n"
+        "print(b.data.shape[0])\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=subprocess_env(), capture_output=True,
                           text=True, timeout=300)
@@ -328,6 +367,7 @@ def test_adult_loads_offline(tmp_path):
 
 
 def test_adult_descr_docstring_and_attribution(adult, adult_raw):
+    adult, adult_raw = adult[0], adult_raw[0]
     from numpydoc.validate import validate
 
     from randfeat._adult import CUT_POINTS
@@ -345,6 +385,9 @@ def test_adult_descr_docstring_and_attribution(adult, adult_raw):
 
 
 def test_adult_bad_input(monkeypatch):
+    for subset in ("validation", "Train", None, 0):
+        with pytest.raises(ValueError, match="subset must be 'train', 'test' or 'all'"):
+            load_adult(subset=subset)
     with pytest.raises(ValueError, match="encoding must be 'a9a' or 'raw'"):
         load_adult(encoding="onehot")
     with pytest.raises(ValueError, match="as_frame=True gives the raw attributes"):
@@ -352,5 +395,59 @@ def test_adult_bad_input(monkeypatch):
     with pytest.raises(TypeError, match="return_X_y must be a bool"):
         load_adult(return_X_y="yes")
     monkeypatch.setitem(sys.modules, "pandas", None)  # as if pandas were not installed
-    with pytest.raises(ImportError, match=r"needs pandas.*randfeat\[pandas\]"):
+    with pytest.raises(ImportError, match=r"needs pandas.*pip install pandas"):
         load_adult(encoding="raw", as_frame=True)
+
+
+# ------------------------------------------------------------- issue 25: damaged data files
+def _damaged_copy(tmp_path, name, damage):
+    """A copy of the shipped files with one of them damaged as ``damage`` says."""
+    import gzip
+    import shutil
+
+    from randfeat import _adult
+
+    for f in ("adult.data.gz", "adult.test.gz", "adult.names"):
+        shutil.copy(_adult._data_dir() / f, tmp_path / f)
+    path = tmp_path / name
+    if damage == "truncated":
+        path.write_bytes(path.read_bytes()[:5000])
+    elif damage == "not ascii":
+        path.write_bytes(gzip.compress(gzip.decompress(path.read_bytes()).replace(b"Private", b"Priv\xe9te", 1)))
+    elif name.endswith(".gz"):
+        text = gzip.decompress(path.read_bytes()).decode("ascii")
+        lines = text.splitlines()
+        first = next(i for i, line in enumerate(lines) if line and not line.startswith("|"))
+        if damage == "label":
+            lines[first] = lines[first].replace("<=50K", "<=5OK")
+        elif damage == "nan age":
+            lines[first] = "nan" + lines[first][lines[first].index(","):]
+        elif damage == "huge age":
+            lines[first] = "1e400" + lines[first][lines[first].index(","):]
+        elif damage == "duplicated row":
+            lines.insert(first, lines[first])
+        elif damage == "unknown category":
+            lines[first] = lines[first].replace("State-gov", "Pirate", 1)
+        path.write_bytes(gzip.compress("\n".join(lines).encode("ascii")))
+    else:  # adult.names: swap two categories
+        path.write_bytes(path.read_bytes().replace(b"Private, Self-emp-not-inc", b"Self-emp-not-inc, Private", 1))
+
+
+@pytest.mark.parametrize("name, damage", [
+    ("adult.data.gz", "label"), ("adult.data.gz", "nan age"), ("adult.data.gz", "huge age"),
+    ("adult.data.gz", "duplicated row"), ("adult.data.gz", "unknown category"), ("adult.test.gz", "truncated"),
+    ("adult.test.gz", "not ascii"), ("adult.names", "swapped categories"),
+])
+def test_damaged_adult_files_give_one_clear_error_naming_the_file(tmp_path, monkeypatch, name, damage):
+    from randfeat import _adult
+
+    _damaged_copy(tmp_path, name, damage)
+    monkeypatch.setattr(_adult, "_data_dir", lambda: tmp_path)
+    _adult._read_split.cache_clear()
+    _adult.attributes.cache_clear()
+    try:
+        with pytest.raises(OSError, match=f"Adult file {name} .*not the one randfeat shipped.*reinstall"):
+            load_adult(subset="all")
+    finally:
+        _adult._read_split.cache_clear()
+        _adult.attributes.cache_clear()

@@ -224,6 +224,88 @@ def check_kernel_matrix(X, kernel, gamma):
     np.testing.assert_array_less(np.abs(K - ref), bound + 1e-12)
 
 
+def check_partial_fit(X, params, n_jobs, seed):
+    """Any split into blocks, with a pickle round trip in the middle, equals fit on all the rows."""
+    rng = np.random.default_rng(seed)
+    n = X.shape[0]
+    y = rng.normal(size=n)
+    make = lambda: RandomFourierFeatures(16, gamma=0.3, random_state=0) if params["features"] else None  # noqa: E731
+    est = Ridge(alpha=params["alpha"], features=make(), n_jobs=n_jobs)
+    if _empty(X):
+        with pytest.raises(ValueError):
+            est.partial_fit(X, y)
+        return
+    cuts = np.sort(rng.choice(np.arange(1, n), size=min(params["blocks"] - 1, max(n - 1, 0)), replace=False)) \
+        if n > 1 else np.array([], dtype=int)
+    bounds = [0, *cuts.tolist(), n]
+    for i, (s, e) in enumerate(zip(bounds[:-1], bounds[1:])):
+        est.partial_fit(X[s:e], y[s:e])
+        if i == 0:
+            est = pickle.loads(pickle.dumps(est))
+    ref = Ridge(alpha=params["alpha"], features=make(), n_jobs=1).fit(X, y)
+    # Predictions (the coefficients of constant features are 0 up to rounding either way); the
+    # merged statistics round like the one-pass ones, amplified by at most 1/alpha.
+    tol = (1e-3 if X.dtype == np.float32 else 1e-7) * max(1.0, 1.0 / params["alpha"])
+    np.testing.assert_allclose(est.predict(X), ref.predict(X), rtol=0, atol=tol * (1 + np.abs(y).max()))
+
+
+def check_ridge_cv(X, params, n_jobs, seed):
+    """RidgeCV against scikit-learn's (leave-one-out and k-fold mean the same); n_jobs changes no bit."""
+    from sklearn.linear_model import RidgeCV as SkRidgeCV
+    from sklearn.model_selection import KFold
+
+    from randfeat import RidgeCV
+
+    rng = np.random.default_rng(seed)
+    n = X.shape[0]
+    y = rng.normal(size=n) + _dense(X).astype(np.float64) @ rng.normal(size=X.shape[1]) if X.shape[1] else \
+        rng.normal(size=n)
+    alphas = np.array([1e-2, 1.0, 100.0])
+    cv = KFold(3) if params["cv"] == "kfold" else None
+    est = RidgeCV(alphas=alphas, cv=cv, n_jobs=1)
+    if _empty(X) or (cv is not None and n < 3):
+        with pytest.raises(ValueError):
+            est.fit(X, y)
+        return
+    est.fit(X, y)
+    ref = SkRidgeCV(alphas=alphas, cv=cv).fit(_dense(X).astype(np.float64), y)
+    both = np.sort([est.best_score_, ref.best_score_])
+    if not np.isfinite(both).all():
+        return  # a constant fold (R² undefined): nothing to compare
+    assert abs(est.best_score_ - ref.best_score_) <= 1e-5 * (1 + abs(ref.best_score_)) or (
+        X.dtype == np.float32 and abs(est.best_score_ - ref.best_score_) <= 1e-2 * (1 + abs(ref.best_score_)))
+    other = RidgeCV(alphas=alphas, cv=cv, n_jobs=n_jobs).fit(X, y)
+    _same(np.asarray(other.coef_), np.asarray(est.coef_))
+    _same_after_pickle(est, X, "predict")
+
+
+def check_dask(X, params, n_jobs, seed):
+    """A Dask array of any row blocks gives the in-memory features bit for bit and the in-memory fit."""
+    da = pytest.importorskip("dask.array")
+    dask = pytest.importorskip("dask")
+    if _empty(X) or sp.issparse(X):
+        return
+    rng = np.random.default_rng(seed)
+    n = X.shape[0]
+    cuts = np.sort(rng.choice(np.arange(1, n), size=min(params["blocks"] - 1, max(n - 1, 0)), replace=False)) \
+        if n > 1 else np.array([], dtype=int)
+    chunks = tuple(np.diff([0, *cuts.tolist(), n]).tolist())
+    Xd = da.from_array(np.ascontiguousarray(X), chunks=(chunks, X.shape[1]))
+    y = rng.normal(size=n)
+    fm = RandomFourierFeatures(12, gamma="scale", random_state=0) if params["features"] == "rff" else \
+        RandomBinningFeatures(3, gamma=0.5, random_state=0)
+    with dask.config.set(scheduler="synchronous"):
+        Zd = fm.fit(Xd).transform(Xd).compute()
+        Z = fm.fit(X).transform(X) if params["features"] == "binning" else None
+        if Z is not None:
+            _same(sp.csr_matrix(Zd), Z)
+        est = Ridge(alpha=1.0, features=fm, tol=1e-12, n_jobs=n_jobs).fit(Xd, da.from_array(y, chunks=chunks))
+    ref = Ridge(alpha=1.0, features=fm, tol=1e-12, n_jobs=1).fit(X, y)
+    # Predictions: the coefficients of constant features are 0 up to rounding either way.
+    np.testing.assert_allclose(est.predict(X), ref.predict(X), rtol=0,
+                               atol=(1e-3 if X.dtype == np.float32 else 1e-7) * (1 + np.abs(y).max()))
+
+
 # ---------------------------------------------------------------- strategies
 THREADS = st.integers(1, 3)
 FOURIER = st.fixed_dictionaries({
@@ -258,6 +340,17 @@ TARGETS = {
     "classifier": (st.fixed_dictionaries({"X": inputs(max_rows=200, max_cols=20), "params": CLASSIFIER,
                                           "n_jobs": THREADS, "seed": st.integers(0, 2**16)}),
                    check_classifier_with_features),
+    "partial_fit": (st.fixed_dictionaries({
+        "X": inputs(max_rows=120, max_cols=12), "n_jobs": THREADS, "seed": st.integers(0, 2**16),
+        "params": st.fixed_dictionaries({"features": st.booleans(), "alpha": st.sampled_from([1e-2, 1.0]),
+                                         "blocks": st.integers(1, 6)})}), check_partial_fit),
+    "ridge_cv": (st.fixed_dictionaries({
+        "X": inputs(max_rows=80, max_cols=8), "n_jobs": THREADS, "seed": st.integers(0, 2**16),
+        "params": st.fixed_dictionaries({"cv": st.sampled_from(["loo", "kfold"])})}), check_ridge_cv),
+    "dask": (st.fixed_dictionaries({
+        "X": inputs(max_rows=80, max_cols=8), "n_jobs": THREADS, "seed": st.integers(0, 2**16),
+        "params": st.fixed_dictionaries({"features": st.sampled_from(["rff", "binning"]),
+                                         "blocks": st.integers(1, 5)})}), check_dask),
     "kernel_matrix": (st.fixed_dictionaries({"X": inputs(max_rows=60, max_cols=20),
                                              "kernel": st.sampled_from(["rbf", "laplacian"]),
                                              "gamma": st.sampled_from([1e-3, 0.1, 1.0])}), check_kernel_matrix),

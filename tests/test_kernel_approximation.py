@@ -379,7 +379,10 @@ def test_pickle_round_trip_and_a_tampered_state_is_refused(index):
 
 def test_a_tampered_hash_is_refused_at_unpickling():
     m = PolynomialCountSketch(n_components=10, random_state=0).fit(X_POS)
-    m.indexHash_[0, 0] = 10  # out of range: the kernel would write past the row
+    assert not m.indexHash_.flags.writeable  # the fitted state is frozen
+    bad = m.indexHash_.copy()
+    bad[0, 0] = 10  # out of range: the kernel would write past the row
+    object.__setattr__(m._fitted_state(), "index_hash", bad)  # a damaged pickle
     with pytest.raises(ValueError, match="indexHash_"):
         pickle.loads(pickle.dumps(m))
 

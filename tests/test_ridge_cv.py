@@ -255,18 +255,17 @@ def _brute_kfold_scores(Z, Y, w, folds, alphas, fit):
 @pytest.mark.parametrize("k", [1, 2])
 @pytest.mark.parametrize("weighted", [False, True])
 def test_kfold_dense_equals_per_fold_sklearn_fits(k, weighted):
+    # k-fold means what scikit-learn's RidgeCV(cv=...) means (issue 25): each fold scored by the
+    # estimator's score (R², weighted by the test rows' weights when the fit is), the mean over folds.
     from sklearn.model_selection import KFold
 
     X, Y, w = make_data(80, 5, k)
-    w = w if weighted else np.ones(80)
-    folds = list(KFold(4).split(X))
-    m = RidgeCV(ALPHAS, cv=KFold(4), store_cv_results=True).fit(X, Y if k > 1 else Y[:, 0],
-                                                                sample_weight=w if weighted else None)
-    want = _brute_kfold_scores(X, Y, w, folds, ALPHAS,
-                               lambda a, Xt, Yt, wt: sklm.Ridge(alpha=a).fit(Xt, Yt, sample_weight=wt))
-    assert m.alpha_ == ALPHAS[np.argmax(want)]
-    assert m.best_score_ == pytest.approx(want.max(), rel=1e-8)
-    ref = sklm.Ridge(alpha=m.alpha_).fit(X, Y if k > 1 else Y[:, 0], sample_weight=w)
+    y = Y if k > 1 else Y[:, 0]
+    sw = w if weighted else None
+    m = RidgeCV(ALPHAS, cv=KFold(4), store_cv_results=True).fit(X, y, sample_weight=sw)
+    ref = sklm.RidgeCV(ALPHAS, cv=KFold(4)).fit(X, y, sample_weight=sw)
+    assert m.alpha_ == ref.alpha_
+    assert m.best_score_ == pytest.approx(ref.best_score_, rel=1e-8)
     assert rel(m.coef_, ref.coef_) < 1e-8 and rel(m.intercept_, ref.intercept_) < 1e-8
     assert m.cv_results_.shape == ((80, len(ALPHAS)) if k == 1 else (80, k, len(ALPHAS)))
 
@@ -453,3 +452,20 @@ def test_leave_one_out_bit_identical_for_any_n_jobs():
     assert fits[0].alpha_ == fits[1].alpha_ and fits[0].gamma_ == fits[1].gamma_
     np.testing.assert_array_equal(fits[0].cv_results_, fits[1].cv_results_)
     np.testing.assert_array_equal(fits[0].coef_, fits[1].coef_)
+
+
+@pytest.mark.parametrize("cv", [None, "gcv"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_sparse_features_with_fewer_rows_than_columns_take_the_sparse_kernel_path(cv, weighted):
+    # Binning features, N < D <= 10000: the N × N kernel from sparse products (ZZᵀ − Zμ1ᵀ − 1μᵀZᵀ + μᵀμ),
+    # not the D × D Gram; equal to the dense kernel path.
+    rng = np.random.default_rng(0)
+    X = rng.uniform(0, 1, (150, 6))
+    y = np.sin(8 * X[:, 0]) + 0.1 * rng.standard_normal(150)
+    Z = RandomBinningFeatures(20, gamma=10.0, random_state=0).fit_transform(X)
+    assert 150 < Z.shape[1] <= 10000
+    w = rng.uniform(0.5, 2, 150) if weighted else None
+    sparse = RidgeCV(ALPHAS, cv=cv, store_cv_results=True).fit(Z, y, sample_weight=w)
+    dense = RidgeCV(ALPHAS, cv=cv, store_cv_results=True).fit(Z.toarray(), y, sample_weight=w)
+    np.testing.assert_allclose(sparse.cv_results_, dense.cv_results_, rtol=1e-8, atol=1e-12)
+    assert sparse.alpha_ == dense.alpha_ and rel(sparse.coef_, dense.coef_) < 1e-10

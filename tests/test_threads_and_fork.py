@@ -204,3 +204,29 @@ def test_row9_interleaved_limits_from_many_threads_restore_exactly():
     for t in threads:
         t.join()
     assert _blas_limits() == before
+
+
+def test_blas_limit_from_a_worker_thread_is_applied_and_released():
+    # threadpoolctl lets only one thread change a pthreads OpenBLAS's limit; randfeat's
+    # reference-counted limit must still hold BLAS to one thread in a pool's worker (the
+    # gammas' eigendecompositions) after the main thread once limited it, and give the
+    # count back when released (issue 27: eigh ran on every BLAS thread in the pool).
+    from concurrent.futures import ThreadPoolExecutor
+
+    from randfeat._core.threads import _get_controller, single_threaded_blas
+
+    libs = _get_controller().select(user_api="blas").lib_controllers
+    if not libs:
+        pytest.skip("no BLAS library found by threadpoolctl")
+    before = [lib.num_threads for lib in libs]
+    with single_threaded_blas():
+        pass  # the main thread limits once
+
+    def inside(_):
+        with single_threaded_blas():
+            return [lib.num_threads for lib in libs]
+
+    with ThreadPoolExecutor(2) as pool:
+        seen = list(pool.map(inside, range(4)))
+    assert all(counts == [1] * len(libs) for counts in seen), seen
+    assert [lib.num_threads for lib in libs] == before

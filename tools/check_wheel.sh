@@ -18,7 +18,10 @@
 #                 the portable code path every CPU can run
 #   7. sdist      pip install the sdist (build isolation) into another fresh
 #                 venv; import it and print show_config
-#   8. docs       Sphinx API reference with warnings as errors
+#   8. docs       the Sphinx site with warnings as errors: user guide, API
+#                 reference, Performance page (from bench/results) and the
+#                 examples gallery, every examples/plot_*.py run against the
+#                 installed wheel (their run times are printed)
 #
 # Every stage is timed; the times are printed at the end (also on failure).
 #
@@ -200,13 +203,28 @@ assert openmp_enabled(), 'the sdist built without OpenMP although this compiler 
 }
 
 docs() {
-    # Build from a copy so the generated api.rst never lands in the clone.
+    # Build from a copy so nothing generated (api.rst, the gallery, the
+    # performance tables) lands in the clone.  conf.py finds the examples
+    # and bench results beside docs/, as in the repository.
     rm -rf "$WORK/docsrc" "$WORK/html"
-    mkdir -p "$WORK/docsrc"
-    cp -r "$ROOT/docs" "$WORK/docsrc/docs"
-    cp "$ROOT/CHANGELOG.md" "$WORK/docsrc/"
-    rm -rf "$WORK/docsrc/docs/_build" "$WORK/docsrc/docs/generated" "$WORK/docsrc/docs/api.rst"
-    no_compiler python -m sphinx -W --keep-going -q -b html "$WORK/docsrc/docs" "$WORK/html"
+    mkdir -p "$WORK/docsrc/bench"
+    cp -r "$ROOT/docs" "$ROOT/examples" "$ROOT/CHANGELOG.md" "$WORK/docsrc/"
+    cp -r "$ROOT/bench/results" "$WORK/docsrc/bench/results"
+    rm -rf "$WORK/docsrc/docs/_build" "$WORK/docsrc/docs/generated" "$WORK/docsrc/docs/api.rst" \
+        "$WORK/docsrc/docs/auto_examples" "$WORK/docsrc/docs/gen_modules" "$WORK/docsrc/docs/_generated" \
+        "$WORK/docsrc/docs/sg_execution_times.rst"
+    no_compiler env MPLBACKEND=Agg python -m sphinx -W --keep-going -q -b html "$WORK/docsrc/docs" "$WORK/html"
+    # The gallery's run times (sphinx-gallery's table), slowest first.
+    no_compiler python - "$WORK/docsrc/docs/sg_execution_times.rst" <<'PYEOF'
+import re, sys
+text = open(sys.argv[1], encoding="utf-8").read()
+rows = re.findall(r"``\.\./examples/(\S+\.py)``\)\s*\n\s*- (\d+):(\d+\.\d+)", text)
+times = sorted(((int(m) * 60 + float(s), name) for name, m, s in rows), reverse=True)
+for seconds, name in times:
+    print(f"  {seconds:6.1f} s  {name}")
+print(f"examples: {len(times)}, {sum(t for t, _ in times):.1f} s in all")
+PYEOF
+    test -n "$(ls "$WORK"/html/_images/sphx_glr_plot_*_001.png 2>/dev/null)" || { echo "docs: the gallery made no images"; return 1; }
     echo "docs: $WORK/html/index.html"
 }
 

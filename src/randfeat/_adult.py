@@ -8,6 +8,7 @@ is computed at load time from fixed cut points.  Public entry point:
 
 import functools
 import gzip
+import hashlib
 import importlib.resources
 import re
 
@@ -37,10 +38,30 @@ CUT_POINTS = {
 
 _FILES = {"train": "adult.data.gz", "test": "adult.test.gz"}
 _MISSING = "?"
+#: SHA-256 of the shipped files: anything else is refused before it is parsed.
+_SHA256 = {
+    "adult.data.gz": "838cd81977c72d100c8d5e6939e7b3f7646e413209303752944017f7e893e2ef",
+    "adult.test.gz": "dd0437d3e191ca74ffc84a57da11cadcda00664a09896984abed6d6c589c3d63",
+    "adult.names": "c248284c0b5de30c9e1958d6cdd168a34a654758b620e68f46aefa83fc0a576a",
+}
 
 
 def _data_dir():
     return importlib.resources.files("randfeat") / "_data" / "adult"
+
+
+def _checked_bytes(name):
+    """The bytes of a shipped file, refused (OSError naming it) unless they are the ones randfeat shipped."""
+    path = _data_dir() / name
+    data = path.read_bytes()
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != _SHA256[name]:
+        raise OSError(
+            f"randfeat's copy of the UCI Adult file {name} ({path}) is not the one randfeat shipped: its "
+            f"SHA-256 is {digest}, expected {_SHA256[name]}. The file was altered or damaged; reinstall "
+            f"randfeat (pip install --force-reinstall) to restore it."
+        )
+    return data
 
 
 @functools.lru_cache(maxsize=1)
@@ -50,7 +71,7 @@ def attributes():
     Read from the shipped ``adult.names``, so categorical columns follow its
     order exactly.
     """
-    text = (_data_dir() / "adult.names").read_text(encoding="ascii")
+    text = _checked_bytes("adult.names").decode("ascii")
     out = []
     for line in text.splitlines():
         m = re.match(r"^([a-z-]+): (.+)\.$", line)
@@ -68,8 +89,8 @@ def _read_split(split):
     codes (−1 where missing), labels int64 in {−1, +1}; read-only arrays."""
     attrs = attributes()
     lookup = [None if cats is None else {c: k for k, c in enumerate(cats)} for _, cats in attrs]
-    with gzip.open(_data_dir() / _FILES[split], "rt", encoding="ascii") as f:
-        lines = [line for line in f.read().splitlines() if line and not line.startswith("|")]
+    text = gzip.decompress(_checked_bytes(_FILES[split])).decode("ascii")
+    lines = [line for line in text.splitlines() if line and not line.startswith("|")]
     columns = list(zip(*(line.split(", ") for line in lines)))
     if len(columns) != len(attrs) + 1:  # pragma: no cover - the shipped file is fixed
         raise RuntimeError(f"{_FILES[split]}: expected {len(attrs) + 1} fields per row")
@@ -160,8 +181,10 @@ Labels: target = +1 for ">50K", -1 for "<=50K" (as LIBSVM's a9a).
 """
 
 
-def _descr(encoding):
-    lines = [_DESCR_HEAD]
+def _descr(encoding, subset):
+    rows = {"train": "adult.data, 32,561 rows", "test": "adult.test, 16,281 rows",
+            "all": "adult.data then adult.test, 48,842 rows"}[subset]
+    lines = [_DESCR_HEAD, f"This subset: {subset} ({rows}).\n"]
     if encoding == "a9a":
         lines.append(
             "Encoding a9a (John Platt, 1998, as LIBSVM's a9a / a9a.t): 123 binary columns, the\n"
@@ -179,12 +202,17 @@ def _descr(encoding):
     return "\n".join(lines) + "\n"
 
 
-def load_adult(*, encoding="a9a", return_X_y=False, as_frame=False):
+_SUBSETS = ("train", "test", "all")
+
+
+def load_adult(*, subset="train", encoding="a9a", return_X_y=False, as_frame=False):
     """Load the UCI Adult data set (shipped with randfeat; no download).
 
     Income above $50,000 from the 1994 US census: 32,561 training and
     16,281 test rows (the standard split), 14 attributes.  The data of the
     Adult row of Rahimi & Recht (2007), Table 1, who used its a9a encoding.
+    As scikit-learn's loaders, it returns one split at a time: ``subset``
+    chooses it.
 
     Source: UCI Machine Learning Repository, "Adult", Barry Becker and Ronny
     Kohavi (1996), doi:10.24432/C5XW20, licensed CC BY 4.0; randfeat ships
@@ -193,6 +221,10 @@ def load_adult(*, encoding="a9a", return_X_y=False, as_frame=False):
 
     Parameters
     ----------
+    subset : {"train", "test", "all"}, default="train"
+        ``"train"``: the 32,561 rows of ``adult.data``; ``"test"``: the
+        16,281 rows of ``adult.test``; ``"all"``: both, training rows first
+        (48,842 rows).
     encoding : {"a9a", "raw"}, default="a9a"
         ``"a9a"``: 123 binary columns, as LIBSVM's a9a / a9a.t (John Platt's
         encoding, 1998): the 8 categorical attributes one-hot, in the order
@@ -206,38 +238,36 @@ def load_adult(*, encoding="a9a", return_X_y=False, as_frame=False):
         non-zeros less one per missing attribute.
         ``"raw"``: the 14 attributes in file order.
     return_X_y : bool, default=False
-        Return ``(data, target, data_test, target_test)`` instead of a Bunch.
+        Return ``(data, target)`` instead of a Bunch.
     as_frame : bool, default=False
-        With ``encoding="raw"`` only: ``data`` and ``data_test`` are pandas
-        DataFrames (continuous columns int64, categorical columns of
-        ``category`` dtype in ``adult.names`` order, missing = NaN) and the
-        targets pandas Series.  Needs pandas (``pip install
-        "randfeat[pandas]"``).
+        With ``encoding="raw"`` only: ``data`` is a pandas DataFrame
+        (continuous columns int64, categorical columns of ``category`` dtype
+        in ``adult.names`` order, missing = NaN) and ``target`` a pandas
+        Series.  Needs pandas (``pip install pandas``).
 
     Returns
     -------
     adult : Bunch
-        ``data`` and ``data_test``: the training and test features —
-        a9a: ``scipy.sparse.csr_matrix`` of shape (n, 123), float64 values
-        0/1, sorted indices; raw: ndarray of shape (n, 14), float64, the
+        ``data``: the features of the subset — a9a:
+        ``scipy.sparse.csr_matrix`` of shape (n, 123), float64 values 0/1,
+        sorted indices; raw: ndarray of shape (n, 14), float64, the
         continuous values as given and each category as its position in
         ``adult.names`` (−1 where missing), or a DataFrame with
-        ``as_frame=True``.  ``target`` and ``target_test``: int64 labels,
-        +1 for ">50K" and −1 for "<=50K" (7,841 and 3,846 positives).
+        ``as_frame=True``.  ``target``: int64 labels, +1 for ">50K" and −1
+        for "<=50K" (7,841 positives in "train", 3,846 in "test").
         ``feature_names``: ndarray of str, the column names (a9a:
         ``"workclass=Private"``, ``"age<26"``, ``"age=26..32"``, ...).
         ``target_names``: ``["<=50K", ">50K"]`` for −1 and +1.
-        ``frame`` and ``frame_test`` (``as_frame=True``): the DataFrames with
-        a ``target`` column.  ``DESCR``: this description, attribution and
-        encoding.
-    (data, target, data_test, target_test) : tuple
+        ``frame`` (``as_frame=True``): the DataFrame with a ``target``
+        column.  ``DESCR``: this description, attribution and encoding.
+    (data, target) : tuple
         With ``return_X_y=True``.
 
     Raises
     ------
     ValueError
-        If ``encoding`` is not "a9a" or "raw", or ``as_frame=True`` is asked
-        with the a9a encoding.
+        If ``subset`` is not "train", "test" or "all", ``encoding`` is not
+        "a9a" or "raw", or ``as_frame=True`` is asked with the a9a encoding.
     ImportError
         If ``as_frame=True`` and pandas is not installed.
 
@@ -248,10 +278,13 @@ def load_adult(*, encoding="a9a", return_X_y=False, as_frame=False):
     Examples
     --------
     >>> from randfeat.datasets import load_adult
-    >>> adult = load_adult()
-    >>> adult.data.shape, adult.data_test.shape
+    >>> X, y = load_adult(return_X_y=True)
+    >>> X_test, y_test = load_adult(subset="test", return_X_y=True)
+    >>> X.shape, X_test.shape
     ((32561, 123), (16281, 123))
     """
+    if not isinstance(subset, str) or subset not in _SUBSETS:
+        raise ValueError(f"load_adult: subset must be 'train', 'test' or 'all', got {subset!r}")
     if encoding not in ("a9a", "raw"):
         raise ValueError(f"load_adult: encoding must be 'a9a' or 'raw', got {encoding!r}")
     for name, value in (("return_X_y", return_X_y), ("as_frame", as_frame)):
@@ -265,28 +298,29 @@ def load_adult(*, encoding="a9a", return_X_y=False, as_frame=False):
             import pandas  # noqa: F401
         except ImportError:
             raise ImportError("load_adult(as_frame=True) needs pandas, which is not installed: "
-                              "pip install 'randfeat[pandas]' (or pip install pandas)") from None
-    (V, y), (Vt, yt) = _read_split("train"), _read_split("test")
+                              "pip install pandas (randfeat's 'pandas' extra)") from None
+    splits = ("train", "test") if subset == "all" else (subset,)
+    parts = [_read_split(split) for split in splits]
+    V = parts[0][0] if len(parts) == 1 else np.vstack([v for v, _ in parts])
+    y = np.concatenate([t for _, t in parts])  # always a fresh, writeable copy
     attrs = attributes()
     if encoding == "a9a":
-        X, Xt = encode_a9a(V), encode_a9a(Vt)
+        X = encode_a9a(V)
         names = [label for _, labels in _a9a_blocks() for label in labels]
     elif as_frame:
-        X, Xt = _frame(V, attrs), _frame(Vt, attrs)
+        X = _frame(V, attrs)
         names = [name for name, _ in attrs]
     else:
-        X, Xt = V.copy(), Vt.copy()
+        X = np.array(V)  # a writeable copy of the cached, read-only values
         names = [name for name, _ in attrs]
-    y, yt = y.copy(), yt.copy()
     bunch = Bunch(feature_names=np.array(names, dtype=object), target_names=np.array(["<=50K", ">50K"], dtype=object),
-                  DESCR=_descr(encoding))
+                  DESCR=_descr(encoding, subset))
     if as_frame:
         import pandas as pd
 
-        y, yt = pd.Series(y, name="target"), pd.Series(yt, name="target")
+        y = pd.Series(y, name="target")
         bunch.frame = X.assign(target=y)
-        bunch.frame_test = Xt.assign(target=yt)
     if return_X_y:
-        return X, y, Xt, yt
-    bunch.update(data=X, target=y, data_test=Xt, target_test=yt)
+        return X, y
+    bunch.update(data=X, target=y)
     return bunch

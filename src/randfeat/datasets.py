@@ -35,10 +35,10 @@ data of this character; they are not the paper's numbers on the real sets
 (``bench/table1.py`` runs the real Adult set too; ``--data`` takes the others).
 """
 
-import numbers
+import numbers as _numbers
 
-import numpy as np
-import scipy.sparse as sp
+import numpy as _np
+import scipy.sparse as _sp
 
 from ._adult import load_adult
 
@@ -50,12 +50,12 @@ _BLOCK = 32768  # rows per independently seeded block (fixed: prefix property)
 def _seed_root(random_state):
     """Turn ``random_state`` into a SeedSequence entropy value."""
     if random_state is None:
-        return int(np.random.SeedSequence().entropy)
-    if isinstance(random_state, np.random.RandomState):
+        return int(_np.random.SeedSequence().entropy)
+    if isinstance(random_state, _np.random.RandomState):
         return int(random_state.randint(0, 2**31 - 1))
-    if isinstance(random_state, np.random.Generator):
+    if isinstance(random_state, _np.random.Generator):
         return int(random_state.integers(0, 2**63 - 1))
-    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
+    if isinstance(random_state, _numbers.Integral) and not isinstance(random_state, bool):
         if random_state < 0:
             raise ValueError(f"random_state must be non-negative, got {random_state}")
         return int(random_state)
@@ -65,7 +65,7 @@ def _seed_root(random_state):
 def _check_n_samples(n_samples, full):
     if n_samples is None:
         return full
-    if isinstance(n_samples, bool) or not isinstance(n_samples, numbers.Integral):
+    if isinstance(n_samples, bool) or not isinstance(n_samples, _numbers.Integral):
         raise TypeError(f"n_samples must be an int or None, got {n_samples!r}")
     if not 1 <= n_samples <= full:
         raise ValueError(f"n_samples must be in [1, {full}], got {n_samples}")
@@ -73,7 +73,7 @@ def _check_n_samples(n_samples, full):
 
 
 def _structure_rng(root, tag):
-    return np.random.default_rng([root, tag, 0xC0FFEE])
+    return _np.random.default_rng([root, tag, 0xC0FFEE])
 
 
 def _blocks(root, tag, n_samples, draw):
@@ -82,13 +82,13 @@ def _blocks(root, tag, n_samples, draw):
     for k, start in enumerate(range(0, n_samples, _BLOCK)):
         n = min(_BLOCK, n_samples - start)
         # Always draw a whole block, then cut: row i does not depend on n_samples.
-        block = draw(np.random.default_rng([root, tag, k + 1]), _BLOCK)
+        block = draw(_np.random.default_rng([root, tag, k + 1]), _BLOCK)
         parts.append(tuple(part[:n] for part in block))
     return parts
 
 
 def _sigmoid(t):
-    return 1.0 / (1.0 + np.exp(-t))
+    return 1.0 / (1.0 + _np.exp(-t))
 
 
 # --------------------------------------------------------------------- census
@@ -133,16 +133,16 @@ def make_census_like(n_samples=None, *, random_state=0):
     def draw(rng, m):
         u = rng.standard_normal((m, k))
         props = _sigmoid(u @ A + b + 0.15 * rng.standard_normal((m, n_prop)))
-        counts = rng.poisson(np.exp(np.minimum(u @ C + c0, 9.0)))
-        logc = np.log1p(counts) / 10.0  # fixed scale keeps values in [0, 1]
-        f = (1.5 * np.tanh(u[:, 0]) + np.sin(1.5 * u[:, 1]) + 0.6 * u[:, 0] * u[:, 2]
-             - 0.4 * u[:, 3] ** 2 + 0.5 * np.abs(u[:, 4]))
-        y = 2.0 * np.exp(0.35 * f) + 0.25 * rng.standard_normal(m)
-        return np.hstack([props, logc]), y
+        counts = rng.poisson(_np.exp(_np.minimum(u @ C + c0, 9.0)))
+        logc = _np.log1p(counts) / 10.0  # fixed scale keeps values in [0, 1]
+        f = (1.5 * _np.tanh(u[:, 0]) + _np.sin(1.5 * u[:, 1]) + 0.6 * u[:, 0] * u[:, 2]
+             - 0.4 * u[:, 3] ** 2 + 0.5 * _np.abs(u[:, 4]))
+        y = 2.0 * _np.exp(0.35 * f) + 0.25 * rng.standard_normal(m)
+        return _np.hstack([props, logc]), y
 
     parts = _blocks(root, 1, n, draw)
-    X = np.vstack([p[0] for p in parts])
-    y = np.concatenate([p[1] for p in parts])
+    X = _np.vstack([p[0] for p in parts])
+    y = _np.concatenate([p[1] for p in parts])
     return X, y
 
 
@@ -151,7 +151,7 @@ def make_census_like(n_samples=None, *, random_state=0):
 # age, workclass, fnlwgt, education, education-num, marital-status,
 # occupation, relationship, race, sex, capital-gain, capital-loss,
 # hours-per-week, native-country.
-ADULT_CARDINALITIES = (5, 8, 5, 16, 5, 7, 14, 6, 5, 2, 2, 2, 5, 41)
+_ADULT_CARDINALITIES = (5, 8, 5, 16, 5, 7, 14, 6, 5, 2, 2, 2, 5, 41)
 _ADULT_MISSABLE = (1, 6, 13)  # workclass, occupation, country have "?" in adult
 
 
@@ -189,8 +189,8 @@ def make_adult_like(n_samples=None, *, random_state=0):
     n = _check_n_samples(n_samples, 32000)
     root = _seed_root(random_state)
     srng = _structure_rng(root, 2)
-    card = np.array(ADULT_CARDINALITIES)
-    offsets = np.concatenate([[0], np.cumsum(card)[:-1]])
+    card = _np.array(_ADULT_CARDINALITIES)
+    offsets = _np.concatenate([[0], _np.cumsum(card)[:-1]])
     k = 3
     loadings = [srng.normal(0.0, 1.2, size=(k, c)) for c in card]
     # Skewed base rates: country and race dominated by one value, as in adult.
@@ -203,14 +203,14 @@ def make_adult_like(n_samples=None, *, random_state=0):
 
     def attributes(rng, m):
         u = rng.standard_normal((m, k))
-        cats = np.empty((m, len(card)), dtype=np.int64)
+        cats = _np.empty((m, len(card)), dtype=_np.int64)
         for j, c in enumerate(card):
             logits = u @ loadings[j] + base[j] + rng.gumbel(size=(m, c))
-            cats[:, j] = np.argmax(logits, axis=1)
+            cats[:, j] = _np.argmax(logits, axis=1)
         return cats
 
     def logit(cats):
-        t = np.zeros(cats.shape[0])
+        t = _np.zeros(cats.shape[0])
         for j in range(len(card)):
             t += effects[j][cats[:, j]]
         for (a, b), M in zip(pairs, inter):
@@ -229,29 +229,29 @@ def make_adult_like(n_samples=None, *, random_state=0):
     def draw(rng, m):
         cats = attributes(rng, m)
         p = _sigmoid(1.6 * logit(cats) + intercept)
-        y = np.where(rng.random(m) < p, 1, -1).astype(np.int64)
+        y = _np.where(rng.random(m) < p, 1, -1).astype(_np.int64)
         cols = cats + offsets
-        keep = np.ones_like(cols, dtype=bool)
+        keep = _np.ones_like(cols, dtype=bool)
         for j in _ADULT_MISSABLE:
             keep[:, j] = rng.random(m) >= 0.04
         return cols, keep, y
 
     parts = _blocks(root, 2, n, draw)
-    cols = np.vstack([p[0] for p in parts])
-    keep = np.vstack([p[1] for p in parts])
-    y = np.concatenate([p[2] for p in parts])
-    indptr = np.concatenate([[0], np.cumsum(keep.sum(axis=1))])
+    cols = _np.vstack([p[0] for p in parts])
+    keep = _np.vstack([p[1] for p in parts])
+    y = _np.concatenate([p[2] for p in parts])
+    indptr = _np.concatenate([[0], _np.cumsum(keep.sum(axis=1))])
     indices = cols[keep]  # row-major, and offsets increase along a row: sorted
-    X = sp.csr_matrix((np.ones(indices.size), indices, indptr), shape=(n, int(card.sum())))
+    X = _sp.csr_matrix((_np.ones(indices.size), indices, indptr), shape=(n, int(card.sum())))
     X.has_sorted_indices = True
     return X, y
 
 
 # --------------------------------------------------------------------- forest
-N_FOREST_CONTINUOUS = 10
-N_FOREST_WILDERNESS = 4
-N_FOREST_SOIL = 40
-_FOREST_PRIOR = np.array([0.365, 0.488, 0.062, 0.005, 0.016, 0.030, 0.035])  # covtype's class shares
+_N_FOREST_CONTINUOUS = 10
+_N_FOREST_WILDERNESS = 4
+_N_FOREST_SOIL = 40
+_FOREST_PRIOR = _np.array([0.365, 0.488, 0.062, 0.005, 0.016, 0.030, 0.035])  # covtype's class shares
 
 
 def _grow_region_tree(rng, depth, split_dims, dim_weights):
@@ -261,8 +261,8 @@ def _grow_region_tree(rng, depth, split_dims, dim_weights):
     2**depth - 1 inner nodes; leaves are numbered 0 .. 2**depth - 1 after them.
     """
     n_inner = 2**depth - 1
-    feat = np.empty(n_inner, dtype=np.int64)
-    thr = np.empty(n_inner)
+    feat = _np.empty(n_inner, dtype=_np.int64)
+    thr = _np.empty(n_inner)
     boxes = [{j: (0.0, 1.0) for j in split_dims}]
     for i in range(n_inner):
         box = boxes[i]
@@ -273,15 +273,15 @@ def _grow_region_tree(rng, depth, split_dims, dim_weights):
         lbox, rbox = dict(box), dict(box)
         lbox[j], rbox[j] = (lo, t), (t, hi)
         boxes += [lbox, rbox]
-    elev = np.array([0.5 * sum(b[split_dims[0]]) for b in boxes])
+    elev = _np.array([0.5 * sum(b[split_dims[0]]) for b in boxes])
     return feat, thr, elev
 
 
 def _tree_paths(X, feat, thr, depth):
     """Heap index of the node each row reaches at every level 0..depth."""
-    path = np.zeros((X.shape[0], depth + 1), dtype=np.int64)
-    node = np.zeros(X.shape[0], dtype=np.int64)
-    rows = np.arange(X.shape[0])
+    path = _np.zeros((X.shape[0], depth + 1), dtype=_np.int64)
+    node = _np.zeros(X.shape[0], dtype=_np.int64)
+    rows = _np.arange(X.shape[0])
     for level in range(depth):
         right = X[rows, feat[node]] > thr[node]
         node = 2 * node + 1 + right
@@ -339,21 +339,21 @@ def make_forest_like(n_samples=None, *, random_state=0, label_noise=0.02, tree_d
     n = _check_n_samples(n_samples, 522000)
     if not 0.0 <= label_noise < 1.0:
         raise ValueError(f"label_noise must be in [0, 1), got {label_noise}")
-    if isinstance(tree_depth, bool) or not isinstance(tree_depth, numbers.Integral) or not 1 <= tree_depth <= 16:
+    if isinstance(tree_depth, bool) or not isinstance(tree_depth, _numbers.Integral) or not 1 <= tree_depth <= 16:
         raise ValueError(f"tree_depth must be an int in [1, 16], got {tree_depth!r}")
     root = _seed_root(random_state)
     srng = _structure_rng(root, 3)
     depth = int(tree_depth)
     # Splits: elevation (0) most, then horizontal distances to water (3), road (5), fire (9).
-    split_dims = np.array([0, 3, 5, 9])
-    feat, thr, elev = _grow_region_tree(srng, depth, split_dims, np.array([0.4, 0.2, 0.2, 0.2]))
+    split_dims = _np.array([0, 3, 5, 9])
+    feat, thr, elev = _grow_region_tree(srng, depth, split_dims, _np.array([0.4, 0.2, 0.2, 0.2]))
     # Classes down the tree: a child keeps its parent's class with
     # probability 0.7, else draws one from covtype's shares tilted by the
     # child's elevation band.  Coarse regions, finer exceptions inside them.
     n_nodes = 2 ** (depth + 1) - 1
     band_pref = srng.normal(0.0, 1.0, size=(8, 7))
-    band = np.minimum((elev * 8).astype(np.int64), 7)
-    fresh = np.argmax(0.5 * np.log(_FOREST_PRIOR) + 1.5 * band_pref[band] + srng.gumbel(size=(n_nodes, 7)), axis=1) + 1
+    band = _np.minimum((elev * 8).astype(_np.int64), 7)
+    fresh = _np.argmax(0.5 * _np.log(_FOREST_PRIOR) + 1.5 * band_pref[band] + srng.gumbel(size=(n_nodes, 7)), axis=1) + 1
     keep = srng.random(n_nodes) < 0.7
     keep[:7] = False  # the top three levels always draw: no single class dominates
     node_class = fresh.copy()
@@ -362,36 +362,36 @@ def make_forest_like(n_samples=None, *, random_state=0, label_noise=0.02, tree_d
             node_class[i] = node_class[(i - 1) // 2]
     # Wilderness area follows the depth-2 region and soil type the depth-5
     # region (mostly), so the binary columns carry coarse location, as in covtype.
-    wild_of = srng.integers(0, N_FOREST_WILDERNESS, size=n_nodes)
-    soil_of = srng.integers(0, N_FOREST_SOIL, size=n_nodes)
+    wild_of = srng.integers(0, _N_FOREST_WILDERNESS, size=n_nodes)
+    soil_of = srng.integers(0, _N_FOREST_SOIL, size=n_nodes)
     d_wild, d_soil = min(2, depth), min(5, depth)
 
     def draw(rng, m):
-        Xc = np.empty((m, N_FOREST_CONTINUOUS))
-        Xc[:, 0] = np.where(rng.random(m) < 0.6, rng.beta(5, 3, m), rng.beta(2, 4, m))  # elevation
+        Xc = _np.empty((m, _N_FOREST_CONTINUOUS))
+        Xc[:, 0] = _np.where(rng.random(m) < 0.6, rng.beta(5, 3, m), rng.beta(2, 4, m))  # elevation
         Xc[:, 1] = rng.random(m)  # aspect / 360
         Xc[:, 2] = rng.beta(2.0, 5.0, m)  # slope
         Xc[:, 3] = rng.beta(1.3, 4.0, m)  # horizontal distance to hydrology
-        Xc[:, 4] = np.clip(0.25 + 0.5 * Xc[:, 3] * rng.random(m) + 0.05 * rng.standard_normal(m), 0, 1)
+        Xc[:, 4] = _np.clip(0.25 + 0.5 * Xc[:, 3] * rng.random(m) + 0.05 * rng.standard_normal(m), 0, 1)
         Xc[:, 5] = rng.beta(1.5, 3.0, m)  # horizontal distance to roadways
-        a, s = 2 * np.pi * Xc[:, 1], Xc[:, 2]
+        a, s = 2 * _np.pi * Xc[:, 1], Xc[:, 2]
         for col, phase in ((6, 0.8), (7, 0.0), (8, -0.8)):  # hill shade 9am, noon, 3pm
-            Xc[:, col] = np.clip(0.7 + 0.3 * s * np.cos(a - phase) + 0.04 * rng.standard_normal(m), 0, 1)
+            Xc[:, col] = _np.clip(0.7 + 0.3 * s * _np.cos(a - phase) + 0.04 * rng.standard_normal(m), 0, 1)
         Xc[:, 9] = rng.beta(1.5, 3.5, m)  # horizontal distance to fire points
         path = _tree_paths(Xc, feat, thr, depth)
-        wild = np.where(rng.random(m) < 0.9, wild_of[path[:, d_wild]], rng.integers(0, N_FOREST_WILDERNESS, m))
-        soil = np.where(rng.random(m) < 0.8, soil_of[path[:, d_soil]], rng.integers(0, N_FOREST_SOIL, m))
-        B = np.zeros((m, N_FOREST_WILDERNESS + N_FOREST_SOIL))
-        B[np.arange(m), wild] = 1.0
-        B[np.arange(m), N_FOREST_WILDERNESS + soil] = 1.0
+        wild = _np.where(rng.random(m) < 0.9, wild_of[path[:, d_wild]], rng.integers(0, _N_FOREST_WILDERNESS, m))
+        soil = _np.where(rng.random(m) < 0.8, soil_of[path[:, d_soil]], rng.integers(0, _N_FOREST_SOIL, m))
+        B = _np.zeros((m, _N_FOREST_WILDERNESS + _N_FOREST_SOIL))
+        B[_np.arange(m), wild] = 1.0
+        B[_np.arange(m), _N_FOREST_WILDERNESS + soil] = 1.0
         y = node_class[path[:, depth]]
         flip = rng.random(m) < label_noise
-        y = np.where(flip, rng.integers(1, 8, m), y)
-        return np.hstack([Xc, B]), y
+        y = _np.where(flip, rng.integers(1, 8, m), y)
+        return _np.hstack([Xc, B]), y
 
     parts = _blocks(root, 3, n, draw)
-    X = np.vstack([p[0] for p in parts])
-    y = np.concatenate([p[1] for p in parts]).astype(np.int64)
+    X = _np.vstack([p[0] for p in parts])
+    y = _np.concatenate([p[1] for p in parts]).astype(_np.int64)
     return X, y
 
 
@@ -446,14 +446,14 @@ def make_letter_like(n_samples=None, *, random_state=0):
     C, F, V, d = _LETTER_CLASSES, _LETTER_FONTS, _LETTER_VARIANTS, _LETTER_FEATURES
     prototypes = 0.5 * srng.uniform(1.0, 14.0, size=(C, F, d)) + 0.5 * srng.uniform(2.0, 13.0, size=(C, 1, d))
     variants = prototypes[:, :, None, :] + 1.5 * srng.standard_normal((C, F, V, d))
-    spread = np.geomspace(1.0, 0.15, d)
+    spread = _np.geomspace(1.0, 0.15, d)
 
     def draw(rng, m):
         y = rng.integers(0, C, m)
         X = variants[y, rng.integers(0, F, m), rng.integers(0, V, m)] + 0.3 * rng.standard_normal((m, d))
-        return np.clip(np.rint(7.5 + (X - 7.5) * spread), 0.0, 15.0) + 0.0, y  # + 0.0: no -0.0
+        return _np.clip(_np.rint(7.5 + (X - 7.5) * spread), 0.0, 15.0) + 0.0, y  # + 0.0: no -0.0
 
     parts = _blocks(root, 4, n, draw)
-    X = np.vstack([p[0] for p in parts])
-    y = np.concatenate([p[1] for p in parts]).astype(np.int64)
+    X = _np.vstack([p[0] for p in parts])
+    y = _np.concatenate([p[1] for p in parts]).astype(_np.int64)
     return X, y

@@ -151,7 +151,7 @@ class DaskBackend:
         if stats.weight_sum <= 0:
             raise ValueError("sample_weight is zero for every sample, so no sample counts in the fit; "
                              "give at least one sample a positive weight")
-        return plan.cholesky_result(stats.solve(float(settings.alpha), overwrite=True), features)
+        return plan.cholesky_result(stats.solve(float(settings.alpha), overwrite=True, owner=settings.owner), features)
 
     def ridge_statistics(self, settings, features, X, y, w, targets, D):
         """The ``RidgeStatistics`` of all the rows: one per block on the workers, merged in block order."""

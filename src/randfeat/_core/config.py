@@ -16,7 +16,7 @@ from .._version import __version__
 # Compiled modules that report the vector code path they dispatched to, as a
 # function ``vector_isa() -> str``.  A module listed here but not built yet is
 # reported as missing rather than breaking show_config.
-_VECTOR_PATH_MODULES = ("_fourier_fast", "_binning_fast", "_onehot_fast", "_kernel_approx_fast")
+_VECTOR_PATH_MODULES = ("_fourier_fast", "_binning_fast", "_onehot_fast", "_structured_fast", "_kernel_approx_fast")
 
 # Environment variables that change what randfeat does at run time.
 _ENV_VARS = ("RANDFEAT_VECTOR_ISA", "OMP_NUM_THREADS", "OMP_PROC_BIND", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
@@ -28,9 +28,7 @@ def _vector_paths():
         if importlib.util.find_spec(f"randfeat._ext.{name}") is None:
             continue  # not part of this build
         # A module that exists but fails to import is a real error: let it raise.
-        mod = importlib.import_module(f"randfeat._ext.{name}")
-        if hasattr(mod, "vector_isa"):
-            paths[name] = mod.vector_isa()
+        paths[name] = importlib.import_module(f"randfeat._ext.{name}").vector_isa()
     return paths
 
 

@@ -7,16 +7,20 @@
   checks that involve several parameters at once
   (``_check_param_combinations``).
 * ``fit_context``: scikit-learn's ``_fit_context`` (validate the parameters,
-  then fit) wrapped in a transaction: fitted attributes of an earlier fit
-  that the new one does not set are dropped, and a fit that raises (bad
-  parameter, bad input, Ctrl-C, MemoryError) leaves the estimator exactly as
-  it was before the call.
+  then fit) wrapped in a ``transaction``: the fit runs on a shadow and its
+  result replaces the estimator's state at once, so fitted attributes of an
+  earlier fit that the new one does not set are dropped, a fit that raises
+  (bad parameter, bad input, Ctrl-C, MemoryError) leaves the estimator
+  exactly as it was, and concurrent predictions never see a half-fitted
+  model; updates of one estimator are serialised across threads.
 
 The feature maps' base class is the feature-map contract,
 ``randfeat._maps.contract.FeatureMap``.
 """
 
 import functools
+import threading
+import weakref
 from numbers import Integral
 
 from sklearn.base import _fit_context
@@ -31,18 +35,58 @@ def _fitted_attribute_names(estimator):
     return [k for k in vars(estimator) if k.endswith("_") and not k.startswith("__")]
 
 
+_LOCKS = weakref.WeakKeyDictionary()
+_LOCKS_GUARD = threading.Lock()
+
+
+def estimator_lock(estimator):
+    """The lock that serialises the updates of one estimator (``fit``, ``partial_fit``) across threads.
+
+    Kept outside the estimator (a weak dictionary), so it is never pickled,
+    cloned or compared, and goes with the estimator.
+    """
+    with _LOCKS_GUARD:
+        lock = _LOCKS.get(estimator)
+        if lock is None:
+            lock = _LOCKS[estimator] = threading.RLock()
+        return lock
+
+
+def transaction(estimator, update, *, drop_fitted):
+    """Run ``update(shadow)`` on a shadow of ``estimator``; on success swap the shadow's state in, at once.
+
+    The shadow is a new instance holding the estimator's attributes (the
+    fitted ones too unless ``drop_fitted``: a ``fit`` must leave none of an
+    earlier fit that it does not set).  The estimator itself is not touched
+    until ``update`` returns: its ``__dict__`` is then replaced by the
+    shadow's in one assignment, so a thread that predicts meanwhile sees the
+    old model or the new one, never a half-set state; and if ``update``
+    raises anything (bad input, Ctrl-C, MemoryError) the estimator is exactly
+    as it was.  Updates of one estimator are serialised (``estimator_lock``).
+
+    Returns
+    -------
+    What ``update`` returned, with the shadow replaced by the estimator.
+    """
+    with estimator_lock(estimator):
+        shadow = object.__new__(type(estimator))
+        fitted = set(_fitted_attribute_names(estimator)) if drop_fitted else set()
+        vars(shadow).update((k, v) for k, v in vars(estimator).items() if k not in fitted)
+        result = update(shadow)
+        estimator.__dict__ = vars(shadow)
+    return estimator if result is shadow else result
+
+
 def fit_context(*, prefer_skip_nested_validation):
-    """Decorate a ``fit``/``fit_transform``: validate parameters, fit, all or nothing.
+    """Decorate a ``fit``/``fit_transform``: validate parameters, fit, all or nothing, swapped in at once.
 
     scikit-learn's ``_fit_context`` runs ``_validate_params`` before the
     method (and skips the validation of nested estimators' parameters when
-    ``prefer_skip_nested_validation`` is True).  Around it, the state of the
-    estimator (its ``__dict__``, shallow: fits assign new arrays, they never
-    write into fitted ones) is saved; fitted attributes of the previous fit
-    are dropped before fitting, so none survives that the new fit does not
-    set; and if the method raises anything — including KeyboardInterrupt —
-    the saved state is put back, so a fitted estimator still predicts as
-    before.
+    ``prefer_skip_nested_validation`` is True).  The method runs on a shadow
+    of the estimator without its fitted attributes (``transaction``), so no
+    attribute of an earlier fit survives that the new one does not set, a
+    failed fit leaves the estimator as it was, and concurrent predictions
+    see the old model until the new one replaces it whole.
 
     Parameters
     ----------
@@ -60,18 +104,10 @@ def fit_context(*, prefer_skip_nested_validation):
         validated = _fit_context(prefer_skip_nested_validation=prefer_skip_nested_validation)(fit_method)
 
         @functools.wraps(fit_method)
-        def transaction(estimator, *args, **kwargs):
-            saved = dict(vars(estimator))
-            try:
-                for name in _fitted_attribute_names(estimator):
-                    delattr(estimator, name)
-                return validated(estimator, *args, **kwargs)
-            except BaseException:
-                vars(estimator).clear()
-                vars(estimator).update(saved)
-                raise
+        def fit_transaction(estimator, *args, **kwargs):
+            return transaction(estimator, lambda shadow: validated(shadow, *args, **kwargs), drop_fitted=True)
 
-        return transaction
+        return fit_transaction
 
     return decorator
 
@@ -89,6 +125,11 @@ class ValidatedParamsMixin:
     """
 
     _parameter_constraints: dict = {}
+
+    # The HTML repr's "?" link (scikit-learn's _HTMLDocumentationLinkMixin): the
+    # API page of the class under its public name, randfeat.<Name>.
+    _doc_link_module = "randfeat"
+    _doc_link_template = "https://randfeat.readthedocs.io/en/latest/generated/{estimator_module}.{estimator_name}.html"
 
     def _validate_params(self):
         params = self.get_params(deep=False)
@@ -131,6 +172,17 @@ class ValidatedParamsMixin:
                 explanation = self._explain_invalid(name, params[name])
                 raise InvalidParameterError(f"{exc} {explanation}".strip()) from None
         return tuple(params[name] for name in names)
+
+    def _snapshot(self):
+        """The estimator as it is now, whole: what a prediction reads while another thread may refit it.
+
+        A fit swaps a new ``__dict__`` in (``transaction``) and never writes
+        into the old one, so an object sharing the current one sees one model
+        from start to end.
+        """
+        snapshot = object.__new__(type(self))
+        snapshot.__dict__ = self.__dict__
+        return snapshot
 
     def _n_threads(self):
         """OpenMP threads for a call outside ``fit``, from the current (validated) ``n_jobs``."""

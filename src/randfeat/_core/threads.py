@@ -37,6 +37,11 @@ import warnings
 from joblib import cpu_count
 from threadpoolctl import ThreadpoolController
 
+try:
+    from threadpoolctl import OpenBLASController
+except ImportError:  # threadpoolctl < 3.5 does not export it
+    OpenBLASController = None
+
 from .._ext._openmp import omp_max_threads, openmp_enabled
 
 _controller = None
@@ -221,8 +226,22 @@ _blas_saved = []
 
 
 def _apply_blas_limit(limit):
+    # threadpoolctl (>= 3.6) lets only the thread that first limited a
+    # pthreads OpenBLAS change its process-wide limit and silently ignores the
+    # others: a limit set in a worker thread (a pool's eigendecomposition, a
+    # Dask task) would not be applied after the main thread once set one.  Our
+    # own reference count (under _blas_lock) is what coordinates threads here,
+    # so the thread applying the count takes control first.
+    _take_blas_control()
     for lib, _ in _blas_saved:
         lib.set_num_threads(limit)
+
+
+def _take_blas_control():
+    try:
+        OpenBLASController.clear_controlling_thread(force=True)
+    except AttributeError:  # threadpoolctl < 3.6: no controlling thread to clear
+        pass
 
 
 @contextlib.contextmanager
@@ -259,6 +278,7 @@ def limit_blas_threads(n_threads):
             if _blas_held:
                 _apply_blas_limit(min(_blas_held))
             else:
+                _take_blas_control()
                 for lib, count in _blas_saved:
                     lib.set_num_threads(count)
                 _blas_saved.clear()

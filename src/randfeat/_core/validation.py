@@ -255,10 +255,30 @@ def validate_X_y(estimator, X, y, *, y_numeric):
     """
     if sp.issparse(y):
         raise TypeError("A sparse y was passed, but the targets must be dense; use y.toarray().")
+    if y_numeric:
+        _refuse_labels(estimator, y)
     X, y = validate_data(
         estimator, _checked_structure(X), y, reset=True, multi_output=True, y_numeric=y_numeric, **_X_CHECKS
     )
     return _finish(X), y
+
+
+def _refuse_labels(estimator, y):
+    """A regressor given class labels (strings): say so, and which estimator takes them."""
+    values = np.asarray(y)
+    if values.dtype.kind not in "USO" or values.size == 0:
+        return
+    for v in values.ravel()[:1000]:
+        if isinstance(v, str):
+            try:
+                float(v)
+            except ValueError:
+                name = type(estimator).__name__
+                raise ValueError(
+                    f"{name} is a regressor and y holds labels such as {str(v)!r}, which are not numbers. For "
+                    f"classification use randfeat.RidgeClassifier (or RidgeClassifierCV) with the same "
+                    f"parameters; for regression give numeric targets."
+                ) from None
 
 
 # scikit-learn >= 1.7 refuses all-zero weights itself, with its own message;

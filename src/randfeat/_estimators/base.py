@@ -1,6 +1,7 @@
 """What Ridge, RidgeClassifier and their CV estimators share: parameters, the settings they hand the pipeline,
 storing its result, and predicting from the fitted coefficients."""
 
+import functools
 import sys
 from numbers import Integral, Real
 
@@ -9,6 +10,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
+from .._backends import for_input
 from .._core.params import ValidatedParamsMixin
 from .._core.threads import effective_n_threads
 from .._core.validation import N_JOBS, Interval, validate_X
@@ -127,6 +129,19 @@ class BaseRidge(ValidatedParamsMixin, BaseEstimator):
             self.noise_variance_ = fit.solution.noise_variance.copy()
 
     # ------------------------------------------------------------ prediction
+    def _on_rows(self, method, X, n_outputs=1, **kwargs):
+        """``method(model, X, **kwargs)`` on a snapshot of the fitted model: here, or lazily on Dask blocks.
+
+        The snapshot (``_snapshot``) is one model from start to end whatever
+        other threads fit meanwhile; ``method`` is an in-memory prediction
+        of rows (a function of the class, so the snapshot travels to the
+        workers with it).
+        """
+        model = self._snapshot()
+        check_is_fitted(model, "coef_")
+        fn = functools.partial(method, model, **kwargs)
+        return for_input(X).map_rows(fn, X, model.n_features_in_, type(self).__name__, n_outputs=n_outputs)
+
     def _features_chunks(self, X):
         """Yield (start, stop, Z block) for the rows of validated X."""
         features = vars(self).get("features_")  # fitted state, not the parameter

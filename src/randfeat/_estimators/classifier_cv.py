@@ -13,20 +13,27 @@ from .targets import SignTargets
 
 
 class RidgeClassifierCV(RidgeCVMixin, RidgeClassifier):
-    """Ridge classifier (±1 targets, one-vs-rest) with alpha chosen by efficient leave-one-out.
+    """A kernel classifier with alpha and gamma chosen for you: RidgeClassifier with RidgeCV's selection.
 
-    The regression on the ±1 target columns of :class:`RidgeClassifier`,
-    with alpha chosen as in :class:`RidgeCV` (all columns share one alpha).
+    ``RidgeClassifierCV(alphas=np.logspace(-4, 2, 7), gammas="auto",
+    features=RandomFourierFeatures(2000))``: the least-squares classifier of
+    :class:`RidgeClassifier` on ±1 target columns, with alpha (one for all
+    columns) and gamma chosen as in :class:`RidgeCV`: leave-one-out by
+    default, or k-fold as scikit-learn's ``RidgeClassifierCV`` (stratified
+    folds, accuracy by default, the mean over folds).  No ``predict_proba``:
+    see :class:`RidgeClassifier` for calibrated probabilities.
 
     Parameters
     ----------
     alphas, features, gammas, cv, fit_intercept, store_cv_results, chunk_size, verbose, n_jobs
         As in :class:`RidgeCV`.
     scoring : str, callable or None, default=None
-        None: negated mean squared leave-one-out error on the ±1 target
-        columns (scikit-learn's convention).  Otherwise a scorer (e.g.
-        ``"accuracy"``) applied to the classes predicted from the
-        leave-one-out decision values.
+        Leave-one-out: None is the negated mean squared leave-one-out error
+        on the ±1 target columns (scikit-learn's convention), a scorer (e.g.
+        ``"accuracy"``) is applied to the labels predicted from the
+        leave-one-out decision values.  k-fold: None is accuracy, as
+        scikit-learn.  Scorers of probabilities (``"neg_log_loss"``) are
+        refused with a clear error: there are none.
     alpha_per_target : bool, default=False
         Must be False (a classifier's columns share one alpha); present so
         the signature matches :class:`RidgeCV`.
@@ -36,10 +43,10 @@ class RidgeClassifierCV(RidgeCVMixin, RidgeClassifier):
     alpha_ : float
     best_score_ : float
     classes_ : ndarray of shape (n_classes,)
-    coef_ : ndarray of shape (n_features_out,) (two classes) or (n_classes, n_features_out)
-        As scikit-learn's ``RidgeClassifierCV`` (``RidgeClassifier`` keeps
-        (1, n_features_out) for two classes).
-    intercept_ : float or ndarray of shape (1,) or (n_classes,)
+    coef_ : ndarray of shape (n_features_out,) or (n_classes, n_features_out)
+        One row of weights, 1-D, for two classes (as scikit-learn's
+        ``RidgeClassifierCV`` and, since scikit-learn 1.9, ``RidgeClassifier``).
+    intercept_ : ndarray of shape (1,) or (n_classes,)
     cv_results_ : ndarray of shape (n_samples, n_targets, n_alphas)
         With ``store_cv_results`` (see :class:`RidgeCV`).
     features_ : feature map (only when ``features`` is given)
@@ -50,10 +57,13 @@ class RidgeClassifierCV(RidgeCVMixin, RidgeClassifier):
     Examples
     --------
     >>> import numpy as np
-    >>> from randfeat import RidgeClassifierCV
-    >>> X = np.array([[0.0], [1.0], [2.0], [3.0], [0.5], [2.5]]); y = [0, 0, 1, 1, 0, 1]
-    >>> RidgeClassifierCV(alphas=[1e-3, 1.0]).fit(X, y).predict([[0.2], [2.8]])
-    array([0, 1])
+    >>> from randfeat import RandomFourierFeatures, RidgeClassifierCV
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.standard_normal((400, 2)); y = (np.hypot(X[:, 0], X[:, 1]) > 1).astype(int)
+    >>> clf = RidgeClassifierCV(alphas=[1e-3, 1e-1, 10.0], gammas="auto", cv=5,
+    ...                         features=RandomFourierFeatures(300, random_state=0)).fit(X, y)
+    >>> clf.coef_.shape, bool(clf.best_score_ > 0.9)
+    ((300,), True)
     """
 
     _supports_partial_fit = False  # alpha (and gamma) are chosen on all the rows at once
@@ -86,10 +96,20 @@ class RidgeClassifierCV(RidgeCVMixin, RidgeClassifier):
         X, y, sample_weight = backend.validate_fit(self, X, y, sample_weight, y_numeric=False)
         targets = SignTargets(backend.labels(y), type(self).__name__)
 
+        scorer = check_scoring(self, scoring=self.scoring)
+        identity = _IdentityClassifier(targets.binarizer)
+
         def score(pred, y_true, per_target, params):
-            scorer = check_scoring(self, scoring=self.scoring)
-            est = _IdentityClassifier(targets.classes)
-            return np.array([scorer(est, pred[:, :, i], y_true, **params) for i in range(pred.shape[2])])
+            try:
+                return np.array([scorer(identity, pred[:, :, i], y_true, **params) for i in range(pred.shape[2])])
+            except AttributeError as exc:  # a scorer of probabilities (neg_log_loss, brier, ...)
+                raise ValueError(
+                    f"RidgeClassifierCV(scoring={self.scoring!r}) needs class probabilities (predict_proba), "
+                    f"which a least-squares classifier does not give: score labels or decision values "
+                    f"instead (e.g. 'accuracy', 'balanced_accuracy', 'f1_macro', 'roc_auc'), or choose alpha "
+                    f"on labels and wrap RidgeClassifier in sklearn.calibration.CalibratedClassifierCV for "
+                    f"probabilities."
+                ) from exc
 
         sel = backend.select(self._selection_settings(score), self.features, X, y, sample_weight, targets)
         self._label_binarizer = targets.binarizer
@@ -100,16 +120,23 @@ class RidgeClassifierCV(RidgeCVMixin, RidgeClassifier):
 
 
 class _IdentityClassifier(ClassifierMixin, BaseEstimator):
-    """A classifier whose decision values are its input (to score held-out decision values)."""
+    """A classifier whose decision values are its input: held-out decision values scored as RidgeClassifier's.
 
-    def __init__(self, classes):
-        self.classes = classes
-        self.classes_ = classes
+    ``predict`` turns decision values into labels exactly as
+    ``RidgeClassifier.predict`` does (multilabel targets included), so a
+    scorer compares labels with labels.
+    """
+
+    def __init__(self, binarizer):
+        self.binarizer = binarizer
+        self.classes_ = binarizer.classes_
 
     def decision_function(self, X):
         return X[:, 0] if X.shape[1] == 1 else X
 
     def predict(self, X):
+        if self.binarizer.y_type_.startswith("multilabel"):
+            return self.binarizer.inverse_transform(np.where(X > 0, 1, -1))
         if X.shape[1] == 1:
             return self.classes_[(X[:, 0] > 0).astype(int)]
         return self.classes_[np.argmax(X, axis=1)]

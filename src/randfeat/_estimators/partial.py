@@ -13,7 +13,9 @@ from sklearn.utils.validation import check_array, check_consistent_length, colum
 
 from .._core.protocols import OutputKind
 from .._core.threads import effective_n_threads
+from .._core.params import transaction
 from .._core.validation import check_sample_weight, validate_X, validate_X_y
+from .._maps.contract import FeatureMap
 from .._solvers import plan
 
 _BINNING_PARTIAL_FIT = (
@@ -25,30 +27,56 @@ _BINNING_PARTIAL_FIT = (
 )
 
 
+def partial_fit_works(est):
+    """True where ``partial_fit`` works (``available_if``); raises a ValueError that says why where it does not.
+
+    It merges Gram statistics and solves by Cholesky: not for ``solver="cg"``,
+    not for sparse feature maps (binning), not for the CV estimators (they
+    choose alpha on all the rows at once).
+    """
+    name = type(est).__name__
+    if not est._supports_partial_fit:
+        raise ValueError(f"{name} chooses alpha (and gamma) on all the rows at once: it cannot update from a "
+                         f"block. Choose alpha with {name}.fit, then use {name.replace('CV', '')}(alpha=...).partial_fit.")
+    if est.solver == "cg":
+        raise ValueError(
+            f"{name}.partial_fit solves from merged Gram statistics (Cholesky); "
+            f"solver='cg' cannot be updated incrementally. Use solver='auto' or 'cholesky'."
+        )
+    if isinstance(est.features, FeatureMap) and est.features.output_kind is OutputKind.CSR:
+        raise ValueError(_BINNING_PARTIAL_FIT.format(name=name, features=type(est.features).__name__))
+    return True
+
+
 class PartialFitMixin:
     """``partial_fit`` machinery shared by Ridge and RidgeClassifier (exact, by merged statistics).
 
     The running statistics live in ``_statistics_`` (a ``RidgeStatistics``);
     its trailing underscore makes ``fit`` (``fit_context``) drop it, so a
     ``fit`` ends any accumulation and the next ``partial_fit`` starts anew.
+    ``partial_fit`` is offered (scikit-learn's ``available_if``) only where it
+    works: ``partial_fit_works``.
     """
 
+    #: Subclasses that choose hyper-parameters by refitting (RidgeClassifierCV)
+    #: cannot update from a block: ``partial_fit`` is then absent.
+    _supports_partial_fit = True
+
     def _partial_fit_transaction(self, update):
-        """Validate the parameters, run ``update()``; on any exception restore the estimator's state."""
+        """Validate the parameters, run ``update(est)`` on a shadow, swap its state in (``params.transaction``).
+
+        Blocks given to one estimator from several threads are merged one
+        after the other (none lost); a block that fails leaves the estimator
+        as it was; concurrent predictions see the model before or after a
+        block.
+        """
         self._validate_params()
-        if self.solver == "cg":
-            raise ValueError(
-                f"{type(self).__name__}.partial_fit solves from merged Gram statistics (Cholesky); "
-                f"solver='cg' cannot be updated incrementally. Use solver='auto' or 'cholesky'."
-            )
-        saved = dict(vars(self))
-        try:
-            update()
-        except BaseException:
-            vars(self).clear()
-            vars(self).update(saved)
-            raise
-        return self
+
+        def run(shadow):
+            update(shadow)
+            return shadow
+
+        return transaction(self, run, drop_fitted=False)
 
     def _partial_validate(self, X, y, sample_weight):
         """Validate a block; on the first call fix n_features_in_ and the feature map."""
@@ -70,21 +98,25 @@ class PartialFitMixin:
     def _partial_update(self, first, X, Y, sample_weight):
         """Merge the statistics of block (X, Y) into the running ones and re-solve; return the ``FitResult``."""
         if first:
-            if self.features is not None and self.features.output_kind is OutputKind.CSR:
-                raise ValueError(_BINNING_PARTIAL_FIT.format(name=type(self).__name__,
-                                                             features=type(self.features).__name__))
             features = None if self.features is None else clone(self.features).fit(X)
         else:
             features = vars(self).get("features_")
         stats = plan.block_statistics(features, X, Y, sample_weight, self.fit_intercept,
                                       effective_n_threads(self.n_jobs), self.chunk_size)
         if not first:
+            if stats.centred != self._statistics_.centred:
+                raise ValueError(
+                    f"fit_intercept was {self._statistics_.centred} for the earlier partial_fit blocks and is "
+                    f"{stats.centred} now (set_params changed it since the first block): the accumulated "
+                    f"statistics hold the other model. Keep fit_intercept for every block, or start anew with fit "
+                    f"or a fresh {type(self).__name__}."
+                )
             if stats.n_targets != self._statistics_.n_targets:
                 raise ValueError(
                     f"y has {stats.n_targets} target(s) in this partial_fit block but "
                     f"{self._statistics_.n_targets} in the earlier ones"
                 )
             stats = self._statistics_.merge(stats)
-        sol = stats.solve(float(self.alpha))
+        sol = stats.solve(float(self.alpha), owner=type(self).__name__)
         self._statistics_ = stats
         return plan.cholesky_result(sol, features)

@@ -6,137 +6,118 @@ the backend ``randfeat._backends.for_input(X)`` picks: in memory or on
 Dask workers) and stores the result (``base.py``).
 """
 
-import functools
 
 import numpy as np
 from sklearn.base import RegressorMixin
+from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from .._backends import for_input
 from .._core.params import fit_context
 from .base import BaseRidge
-from .partial import PartialFitMixin
+from .partial import PartialFitMixin, partial_fit_works
 from .targets import RealTargets
 
 
 class Ridge(RegressorMixin, PartialFitMixin, BaseRidge):
-    """Ridge regression on features, solved by Cholesky or conjugate gradient.
+    """Kernel ridge regression at the cost of a linear model: ridge regression on random features.
 
-    Minimises ``Σ_i w_i (z_iᵀβ + b − y_i)² + alpha·‖β‖²`` where z_i is the
-    i-th row of X, or of ``features.transform(X)`` when ``features`` is
-    given.  The intercept b is not penalised.
+    ``Ridge(features=RandomFourierFeatures(2000))`` approximates kernel ridge
+    regression (with the RBF kernel) in O(N·D²) time and O(D²) memory,
+    without ever holding the N × D features: they are made and added up a
+    chunk of rows at a time.  It minimises ``Σ_i w_i (z_iᵀβ + b − y_i)² +
+    alpha·‖β‖²`` with z_i the i-th row of ``features.transform(X)`` (of X
+    itself without ``features``); the intercept b is not penalised.  To
+    choose alpha and gamma, use :class:`RidgeCV`; the user guide's pages
+    "Choosing a map" and "Solvers" say which map and solver for which data.
 
     Parameters
     ----------
     alpha : float, default=1.0
         Regularisation strength, >= 0.
     features : randfeat feature map or None, default=None
-        E.g. ``RandomFourierFeatures(5000)``.  It is cloned and fitted on X
-        in ``fit`` (attribute ``features_``); X is then transformed a chunk
-        of rows at a time, so the full feature matrix is never held when the
-        features are dense (their Gram matrix is accumulated chunk by
-        chunk).  Sparse features (binning) are materialised as CSR and
-        solved by CG.  None: X itself is the feature matrix.
+        E.g. ``RandomFourierFeatures(5000)`` or ``RandomBinningFeatures(50)``:
+        cloned and fitted on X (``features_``).  Dense features are streamed
+        (only their D × D Gram matrix is held); sparse ones (binning) are
+        materialised as CSR and solved by CG.  None: X is the feature matrix.
     solver : {"auto", "cholesky", "cg"}, default="auto"
-        ``"cholesky"``: Gram matrix by syrk + Cholesky (dense Z; sparse Z is
-        densified a chunk at a time).  ``"cg"``: preconditioned conjugate
-        gradient, never forming ZᵀZ, the targets sharing one Krylov space
-        (block CG: with many classes, several times fewer iterations than
-        one CG per class); see ``preconditioner``.  On sparse Z whose rows
-        repeat (at least a fifth of them: binning of integer or categorical
-        data) CG solves the same problem on the distinct rows, each weighted
-        by its total sample weight.  ``"auto"``: Cholesky for dense Z with at
-        most 10000 columns, CG otherwise and for all sparse Z.  The choice
-        made is in ``solver_``.
+        ``"cholesky"``: the Gram matrix and its Cholesky factor (which
+        ``predict(return_std=True)`` needs); ``"cg"``: preconditioned block
+        conjugate gradient, never forming ZᵀZ, all targets in one Krylov
+        space; ``"auto"``: Cholesky for dense features up to 10000 wide, CG
+        otherwise.  The choice made is in ``solver_``.
     fit_intercept : bool, default=True
-        Fit an unpenalised intercept (Z is centred implicitly: a sparse Z
-        stays sparse).
+        Fit an unpenalised intercept (the features are centred implicitly:
+        sparse features stay sparse).
     tol : float, default=1e-6
-        CG stops when every target has ‖r‖ <= tol·‖Zᵀy‖ on the normal
-        equations (0 means rounding level).  For float32 data, a tol below
-        ~1e-6 may not be reachable.
+        CG stops when every target's residual of the normal equations is at
+        most ``tol`` times its right-hand side (0: rounding level).
     max_iter : int or None, default=None
-        CG iteration limit; None means 10·D, clipped to [100, 10000].
-        A ``ConvergenceWarning`` names the residual reached if it is hit.
+        CG's iteration limit; None: 10·D within [100, 10000].  Reaching it
+        warns (``ConvergenceWarning``, with the residual reached).
     preconditioner : {"auto", "jacobi", "block", "nystrom"}, default="auto"
-        CG's preconditioner.  "jacobi": the exact inverse of the block of
-        the heaviest columns of ZᵀZ + alpha·I, its diagonal elsewhere;
-        "block": the same block, one scale (1 / the largest remaining
-        diagonal entry) elsewhere — on binning features up to 1.9× fewer
-        iterations than "jacobi"; "nystrom": a randomized Nyström
-        approximation of ZᵀZ (Frangella, Tropp & Udell, 2023), built once
-        per fit for all targets, whose iteration count stays low as alpha
-        falls (needs alpha > 0), but whose build and rank-r products cost
-        more than they save on the problems measured (DESIGN.md, "Hard
-        cases"); "auto": "block" on one-hot block features (binning),
-        "jacobi" otherwise — and where that is a scaled identity (no block)
-        and there are at most half as many rows as feature columns, CG on
-        the dual (ZZᵀ + alpha·I, N × K iterates instead of D × K; reported
-        in ``preconditioner_``).
+        CG's preconditioner; ``"auto"`` chooses from the features'
+        structure (user guide, "Solvers"; also when CG runs in the dual).
     preconditioner_rank : int or None, default=None
-        Rank of the Nyström preconditioner, at most the number of feature
-        columns.  None: grown by doubling from 64 until its smallest kept
-        eigenvalue is at most 10·alpha, within ``preconditioner_memory``.
+        Rank of the ``"nystrom"`` preconditioner (at most the number of
+        features); None: grown until its smallest eigenvalue is <= 10·alpha.
     preconditioner_memory : int, default=2**30
-        Bytes the Nyström build may hold (about 32·D·rank at its peak); an
-        explicit rank that does not fit raises ``MemoryError`` before
-        anything is allocated.
+        Bytes the ``"nystrom"`` preconditioner may hold.
     chunk_size : int or None, default=None
-        Rows per chunk for the Gram accumulation and for transforming with
-        ``features``.  None: as many rows as fit in 64 MiB of features.
+        Rows per chunk of features; None: 64 MiB of features.
     verbose : int, default=0
-        If > 0, print progress (chunks, CG iterations and residuals,
-        elapsed time) on stderr.
+        If > 0, print progress (chunks, CG iterations, time) on stderr.
     n_jobs : int or None, default=None
-        Threads for the sparse kernels and BLAS (None or -1: all cores).
-        Results do not depend on it.
+        Threads (None or -1: all cores).  Results do not depend on it.
 
     Attributes
     ----------
     coef_ : ndarray of shape (n_features_out,) or (n_targets, n_features_out)
         Weights on the features (on X's columns when ``features`` is None).
     intercept_ : float or ndarray of shape (n_targets,)
-    n_iter_ : ndarray of shape (n_targets,)
-        CG iterations (the targets iterate together, so the same number for
-        each); 1 for Cholesky (one direct solve).
+    n_iter_ : ndarray of shape (n_targets,) or None
+        CG iterations (the targets iterate together); None for Cholesky (a
+        direct solve, as scikit-learn's Ridge).
     relative_residual_ : ndarray of shape (n_targets,) or None
-        CG relative residual reached per target; None for Cholesky.
+        CG's relative residual reached per target; None for Cholesky.
     solver_ : str
         Solver used ("cholesky" or "cg").
     preconditioner_ : str or None
-        CG's preconditioner, e.g. "Jacobi" or "randomized Nyström, rank r
-        (sketch ℓ)"; None for Cholesky.
+        CG's preconditioner; None for Cholesky.
     noise_variance_ : float, ndarray of shape (n_targets,), or None
-        Estimated noise variance σ² = Σ w r² / (N − dof) with effective
-        degrees of freedom dof = tr(Z_c (Z_cᵀWZ_c + αI)⁻¹ Z_cᵀ W) (+1 for
-        the intercept).  Cholesky only (None for CG).
+        Estimated noise variance σ² = Σ w r² / (N − dof), dof the effective
+        degrees of freedom (+1 for the intercept); Cholesky only.
     features_ : feature map
         The fitted clone of ``features`` (only when ``features`` is given).
     n_features_in_ : int
     feature_names_in_ : ndarray of str
         Only when X has string column names.
 
+    See Also
+    --------
+    RidgeCV : alpha (and gamma) chosen by leave-one-out, GCV or k-fold.
+    RidgeClassifier : the same on ±1 targets, for classification.
+
     Notes
     -----
-    Bayesian reading: the coefficients are the posterior mean of Bayesian
-    linear regression in feature space with prior β ~ N(0, σ²/α·I) and noise
-    variance σ²; ``predict(X, return_std=True)`` returns its posterior
-    predictive standard deviation.  With random Fourier features this is the
-    Gaussian process with kernel (σ²/α)·k.
-
-    Precision: float32 data gives float32 features, coefficients and
-    predictions.  CG iterates are float32 with products and inner products
-    accumulated in float64; the Cholesky path multiplies float32 chunks in
-    float32 but sums them, factorises and solves in float64.
+    The coefficients are the posterior mean of Bayesian linear regression in
+    feature space with prior β ~ N(0, σ²/α·I) and noise variance σ², so
+    ``predict(X, return_std=True)`` gives a Gaussian process's predictive
+    standard deviation for the kernel (σ²/α)·k.  float32 data gives float32
+    features, coefficients and predictions (sums, factor and solve in float64).
 
     Examples
     --------
     >>> import numpy as np
-    >>> from randfeat import Ridge
+    >>> from randfeat import RandomFourierFeatures, Ridge
     >>> rng = np.random.default_rng(0)
-    >>> X = rng.standard_normal((100, 3)); y = X @ [1.0, 2.0, 3.0]
-    >>> Ridge(alpha=1e-3).fit(X, y).coef_.round(2)
-    array([1., 2., 3.])
+    >>> X = rng.uniform(-3, 3, (500, 1)); y = np.sin(X[:, 0])
+    >>> model = Ridge(alpha=1e-3, features=RandomFourierFeatures(200, random_state=0)).fit(X, y)
+    >>> float(np.abs(model.predict([[1.0]]) - np.sin(1.0))[0]) < 0.01
+    True
+    >>> mean, std = model.predict([[1.0], [10.0]], return_std=True)  # far from the data: uncertain
+    >>> bool(std[1] > 10 * std[0])
+    True
     """
 
     @fit_context(prefer_skip_nested_validation=False)  # features= is fitted inside: let it validate itself
@@ -161,6 +142,7 @@ class Ridge(RegressorMixin, PartialFitMixin, BaseRidge):
                         targets.shape)
         return self
 
+    @available_if(partial_fit_works)
     def partial_fit(self, X, y, sample_weight=None):
         """Update the model with a block of rows: exactly ``fit`` on all the blocks seen so far.
 
@@ -181,7 +163,9 @@ class Ridge(RegressorMixin, PartialFitMixin, BaseRidge):
         solve needs every row, so use ``fit``.  ``alpha`` may change between
         calls (the statistics do not depend on it).  ``fit`` discards the
         accumulated statistics: a ``partial_fit`` after a ``fit`` starts
-        anew.  ``solver="cg"`` is refused.
+        anew.  With ``solver="cg"`` or a sparse feature map the method is
+        absent (``hasattr(est, "partial_fit")`` is False), as scikit-learn
+        offers ``partial_fit`` only where it works.
 
         Parameters
         ----------
@@ -196,16 +180,16 @@ class Ridge(RegressorMixin, PartialFitMixin, BaseRidge):
         self : Ridge
         """
 
-        def update():
-            first, Xv, yv, w = self._partial_validate(X, y, sample_weight)
+        def update(est):
+            first, Xv, yv, w = est._partial_validate(X, y, sample_weight)
             Y = np.asarray(yv, dtype=np.float64)
             y_shape = "1d" if Y.ndim == 1 else ("column" if Y.shape[1] == 1 else "2d")
-            if not first and y_shape != self._partial_y_shape:
-                raise ValueError(f"y is {y_shape} in this partial_fit block but {self._partial_y_shape} "
+            if not first and y_shape != est._partial_y_shape:
+                raise ValueError(f"y is {y_shape} in this partial_fit block but {est._partial_y_shape} "
                                  f"in the first one; give y the same shape in every block")
-            fit = self._partial_update(first, Xv, Y.reshape(Y.shape[0], -1), w)
-            self._partial_y_shape = y_shape
-            self._store_fit(fit, y_shape)
+            fit = est._partial_update(first, Xv, Y.reshape(Y.shape[0], -1), w)
+            est._partial_y_shape = y_shape
+            est._store_fit(fit, y_shape)
 
         return self._partial_fit_transaction(update)
 
@@ -233,10 +217,7 @@ class Ridge(RegressorMixin, PartialFitMixin, BaseRidge):
         y_std : ndarray, same shape as y_pred
             Only when ``return_std`` is True.
         """
-        check_is_fitted(self, "coef_")
-        predict = functools.partial(self._predict, return_std=return_std)
-        return for_input(X).map_rows(predict, X, self.n_features_in_, type(self).__name__,
-                                     n_outputs=2 if return_std else 1)
+        return self._on_rows(Ridge._predict, X, n_outputs=2 if return_std else 1, return_std=return_std)
 
     def _predict(self, X, return_std):
         """``predict`` of rows in memory."""

@@ -6,13 +6,14 @@ backend ``randfeat._backends.for_input(X)`` picks) and stores the result.
 ``RidgeClassifierCV`` (``classifier_cv.py``) shares ``RidgeCVMixin``.
 """
 
+import functools
 from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin, is_classifier
 from sklearn.metrics import check_scoring, get_scorer_names
 from sklearn.utils._param_validation import InvalidParameterError, StrOptions
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils import check_scalar
 
 from .._backends import for_input
 from .._core.params import fit_context
@@ -27,7 +28,7 @@ class RidgeCVMixin:
     """Shared parameters and closed-form selection of RidgeCV and RidgeClassifierCV."""
 
     _parameter_constraints: dict = {
-        "alphas": ["array-like", Interval(Real, 0, None, closed="neither")],
+        "alphas": ["array-like", Interval(Real, 0, None, closed="left")],  # 0: k-fold only (_checked_alphas)
         "features": [FeatureMap, None],
         "gammas": ["array-like", StrOptions({"auto"}), None],
         "cv": [None, StrOptions({"gcv"}), Interval(Integral, 2, None, closed="left"), "cv_object"],
@@ -73,8 +74,36 @@ class RidgeCVMixin:
                     f"splitter; got {value!r}.")
         return super()._explain_invalid(name, value)
 
+    def _checked_alphas(self):
+        """The alphas as a float64 array, checked as scikit-learn's RidgeCV checks them.
+
+        Each must be a real number, > 0 for leave-one-out and GCV (their
+        closed forms divide by alpha where an eigenvalue is 0) and >= 0 for
+        k-fold; randfeat also requires them finite and at least one.
+        """
+        loo = self.cv is None or (isinstance(self.cv, str) and self.cv == "gcv")
+        check = functools.partial(check_scalar, target_type=Real, min_val=0.0,
+                                  include_boundaries="neither" if loo else "left")
+        alphas = self.alphas
+        try:  # scikit-learn's messages, as an InvalidParameterError (a ValueError and a TypeError)
+            if isinstance(alphas, (np.ndarray, list, tuple)) and np.ndim(alphas) > 0:
+                if len(alphas) == 1:
+                    check(alphas[0], "alphas")
+                for index, alpha in enumerate(alphas if len(alphas) > 1 else ()):
+                    check(alpha, f"alphas[{index}]")
+            elif isinstance(alphas, Real):
+                check(alphas, "alphas")
+        except (TypeError, ValueError) as exc:
+            raise InvalidParameterError(str(exc)) from None
+        a = np.asarray(alphas, dtype=np.float64).ravel()
+        if a.size == 0:
+            raise InvalidParameterError("alphas must contain at least one value, got an empty sequence")
+        if not np.all(np.isfinite(a)):
+            raise InvalidParameterError(f"alphas must be finite{' and > 0' if loo else ''}, got {a.tolist()}")
+        return a
+
     def _check_param_combinations(self):
-        as_positive("alphas", self.alphas)
+        self._checked_alphas()
         if self.gammas is not None:
             if self.features is None or "gamma" not in self.features.get_params():
                 raise InvalidParameterError(
@@ -92,7 +121,7 @@ class RidgeCVMixin:
     def _selection_settings(self, score):
         """The ``SelectionSettings`` of this estimator's (validated) parameters; ``score`` scores predictions."""
         return SelectionSettings(
-            owner=type(self).__name__, alphas=as_positive("alphas", self.alphas), gammas=self.gammas, cv=self.cv,
+            owner=type(self).__name__, alphas=self._checked_alphas(), gammas=self.gammas, cv=self.cv,
             scoring=self.scoring, score=score, classifier=is_classifier(self),
             fit_intercept=self.fit_intercept, alpha_per_target=self.alpha_per_target,
             store_cv_results=self.store_cv_results, chunk_size=self.chunk_size, n_jobs=self.n_jobs,
@@ -110,7 +139,7 @@ class RidgeCVMixin:
         if not self.fit_intercept:
             self.intercept_ = 0.0
         elif y_shape == "1d":
-            self.intercept_ = float(sel.intercept[0])
+            self.intercept_ = sel.intercept.astype(dtype)[0]  # a NumPy float, as scikit-learn's
         else:
             self.intercept_ = sel.intercept.astype(dtype)
         self._solution = None
@@ -127,62 +156,56 @@ class RidgeCVMixin:
 
 
 class RidgeCV(RidgeCVMixin, RegressorMixin, BaseRidge):
-    """Ridge regression with alpha chosen by efficient leave-one-out (or GCV), on features.
+    """Kernel ridge regression with alpha and gamma chosen for you, without refitting: RidgeCV on features.
 
-    Every alpha is scored from one eigendecomposition — of the D × D
-    centred weighted Gram matrix of the features, or of the N × N kernel
-    matrix when X is a materialised dense matrix with fewer rows than
-    columns — by the closed forms of scikit-learn's ``RidgeCV``; the model
-    is then the ridge solution at the chosen alpha.
+    ``RidgeCV(alphas=np.logspace(-4, 2, 7), gammas="auto",
+    features=RandomFourierFeatures(2000))`` chooses the regularisation and
+    the kernel width and returns the model there.  With leave-one-out (the
+    default) or GCV every alpha is scored from one eigendecomposition (of
+    the features' D × D Gram matrix, streamed; of the N × N kernel matrix
+    when there are fewer rows than features), by the closed forms of
+    scikit-learn's ``RidgeCV``; the gammas share one draw of the map,
+    rescaled.  With ``cv`` a number of folds or a splitter it means what
+    scikit-learn's does (a fit per fold, the mean of the folds' scores).
 
     Parameters
     ----------
     alphas : array-like of float, default=(0.1, 1.0, 10.0)
-        Regularisation strengths to try, each finite and > 0.
+        Regularisation strengths to try: > 0 for leave-one-out and GCV,
+        >= 0 for k-fold (as scikit-learn), finite.
     features : randfeat feature map or None, default=None
         E.g. ``RandomFourierFeatures(2000)``: cloned and fitted on X
-        (``features_``).  Dense features are streamed: the Gram matrix is
-        accumulated chunk by chunk and the leverages come from a second
-        streaming pass, so the N × D matrix is never held.  Sparse features
-        (binning) are materialised: up to 10000 columns they are densified
-        a chunk at a time for leave-one-out; wider ones are selected by
-        k-fold CG fits (see ``cv``).  None: X is the feature matrix.
+        (``features_``).  Dense features are streamed (never held whole);
+        sparse ones (binning) are materialised, and past 10000 columns are
+        selected by 5-fold CG fits (see ``cv``).  None: X is the feature matrix.
     gammas : array-like of float, "auto" or None, default=None
         Kernel widths to choose from (needs ``features`` with a ``gamma``).
-        The map's random variables are drawn once (its ``random_state``) and
-        rescaled per gamma by the kernel's own scaling, so each gamma's
-        features are bit-identical to a map fitted on its own at that gamma;
-        alpha is chosen for each as above and the gamma with the best score
-        wins (``gamma_``, ``features_``).  Dense (Fourier) features with
-        leave-one-out or GCV: the n_gammas Gram matrices are accumulated in
-        a single pass over X (and the leverages in a second, none for GCV)
-        when together they fit half the available memory (n_gammas · D² ·
-        8 bytes, 12 for float32 X); otherwise each gamma makes its own
-        passes.  Either way each block of X is transformed once per gamma.
-        ``"auto"``: γ_med · (0.1, 0.3, 1, 3, 10), γ_med = 1 / the median
-        pairwise squared Euclidean distance (L1 distance for the Laplacian
-        kernel) among at most 1000 rows drawn with seed 0.
+        The map's random variables are drawn once and rescaled per gamma, so
+        each gamma's features are bit-identical to a map fitted at that
+        gamma alone; dense features make one pass over X for every gamma
+        when their Gram matrices fit half the memory.  ``"auto"``:
+        γ_med · (0.1, 0.3, 1, 3, 10), γ_med = 1 / the median pairwise squared
+        Euclidean distance (L1 for the Laplacian kernel) among at most 1000
+        rows drawn with seed 0.
     cv : None, "gcv", int >= 2 or a scikit-learn splitter, default=None
-        None: exact leave-one-out for every alpha — except for sparse
-        features wider than 10000 columns (binning), where it means 5-fold.
-        ``"gcv"``: generalised cross-validation (RSS/N)/(1 − dof/N)², from
-        the eigenvalues and the sufficient statistics alone (no second pass
-        over the data).  An int or a splitter (``KFold``; stratified for
-        the classifier, as ``check_cv``): k-fold, one fit per fold for all
-        alphas — on sparse features the alpha path from large to small
-        with warm starts and one preconditioner build (``cg_ridge_path``,
-        tol 1e-6), on dense features one eigendecomposition per fold (a
-        pass over the fold's rows each).  Every row must be held out exactly
-        once; the scores are those of the pooled held-out predictions (as
-        for leave-one-out), and the model is refitted on all rows.
+        None: exact leave-one-out for every alpha (for sparse features wider
+        than 10000 columns: 5-fold scored like leave-one-out).  ``"gcv"``:
+        generalised cross-validation from the eigenvalues alone.  An int or
+        a splitter (stratified for the classifier): k-fold as scikit-learn's
+        ``RidgeCV`` (its ``GridSearchCV``): a fit per fold for all alphas,
+        each fold's held-out rows scored by ``scoring`` (weighted by their
+        sample weights when the fit is), the mean over folds;
+        ``best_score_`` is that mean.
     scoring : str, callable or None, default=None
-        None: negated mean of w_i·e_i² over the leave-one-out residuals e
-        (scikit-learn's convention).  Otherwise a scikit-learn scorer name
-        or callable, applied to the leave-one-out predictions.
+        Leave-one-out: None is the negated mean of w_i·e_i² over the
+        leave-one-out residuals (scikit-learn's convention), a scorer is
+        applied to the leave-one-out predictions.  k-fold: None is the
+        estimator's ``score`` (R²), as scikit-learn.
     fit_intercept : bool, default=True
         Fit an unpenalised intercept.
     alpha_per_target : bool, default=False
-        With several targets, choose an alpha for each.
+        With several targets, choose an alpha for each (also with k-fold, a
+        randfeat extension: each target's fold scores).
     store_cv_results : bool, default=False
         Keep ``cv_results_``.
     chunk_size : int or None, default=None
@@ -191,14 +214,15 @@ class RidgeCV(RidgeCVMixin, RegressorMixin, BaseRidge):
         Print progress to stderr: each gamma's best alpha and score, each
         fold's fit time (k-fold), the selection time.
     n_jobs : int or None, default=None
-        Threads for the Gram accumulation.  Results do not depend on it.
+        Threads.  Results do not depend on it.
 
     Attributes
     ----------
     alpha_ : float or ndarray of shape (n_targets,)
         The chosen alpha (per target with ``alpha_per_target``).
     best_score_ : float or ndarray of shape (n_targets,)
-        Score of the chosen alpha (higher is better).
+        Score of the chosen alpha (higher is better); with k-fold the mean
+        of the folds' scores, as scikit-learn's.
     coef_ : ndarray of shape (n_features_out,) or (n_targets, n_features_out)
     intercept_ : float or ndarray of shape (n_targets,)
     cv_results_ : ndarray
@@ -206,7 +230,9 @@ class RidgeCV(RidgeCVMixin, RegressorMixin, BaseRidge):
         (n_samples, n_targets, n_alphas) otherwise, holding the weighted
         squared leave-one-out errors (``scoring=None``) or the leave-one-out
         predictions (a scorer); with ``cv="gcv"``, the GCV errors, shape
-        (n_alphas,) or (n_targets, n_alphas).
+        (n_alphas,) or (n_targets, n_alphas); with k-fold (a randfeat
+        extension: scikit-learn stores none there), each row's held-out
+        prediction.
     features_ : feature map
         The fitted clone of ``features`` (only when ``features`` is given),
         with the chosen gamma when ``gammas`` is given.
@@ -221,15 +247,20 @@ class RidgeCV(RidgeCVMixin, RegressorMixin, BaseRidge):
     feature_names_in_ : ndarray of str
         Only when X has string column names.
 
+    See Also
+    --------
+    Ridge : the model at a given alpha (and ``partial_fit``, Dask fits).
+
     Examples
     --------
     >>> import numpy as np
-    >>> from randfeat import RidgeCV
+    >>> from randfeat import RandomFourierFeatures, RidgeCV
     >>> rng = np.random.default_rng(0)
-    >>> X = rng.standard_normal((100, 3)); y = X @ [1.0, 2.0, 3.0] + 0.1 * rng.standard_normal(100)
-    >>> model = RidgeCV(alphas=[1e-3, 1e-1, 10.0]).fit(X, y)
-    >>> model.alpha_, model.coef_.round(1)
-    (0.001, array([1., 2., 3.]))
+    >>> X = rng.uniform(-3, 3, (400, 2)); y = np.sin(X[:, 0]) * X[:, 1] + 0.1 * rng.standard_normal(400)
+    >>> model = RidgeCV(alphas=np.logspace(-4, 1, 6), gammas="auto",
+    ...                 features=RandomFourierFeatures(300, random_state=0)).fit(X, y)
+    >>> bool(model.best_score_ > -0.05), model.gamma_ in model.gammas_
+    (True, True)
     """
 
     _parameter_constraints = RidgeCVMixin._parameter_constraints
@@ -279,8 +310,7 @@ class RidgeCV(RidgeCVMixin, RegressorMixin, BaseRidge):
         -------
         y_pred : ndarray of shape (n_samples,) or (n_samples, n_targets)
         """
-        check_is_fitted(self, "coef_")
-        return for_input(X).map_rows(self._predict, X, self.n_features_in_, type(self).__name__)
+        return self._on_rows(RidgeCV._predict, X)
 
     def _predict(self, X):
         """``predict`` of rows in memory."""

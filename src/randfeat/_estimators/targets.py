@@ -89,7 +89,12 @@ class SignTargets:
         return Y
 
     def scored(self, y, Y):
-        """What a scorer compares predictions with: the labels y."""
+        """What a scorer compares predictions with: the labels y, as ``RidgeClassifier.predict`` gives labels.
+
+        (A multilabel y given as ±1 columns becomes the binarizer's 0/1 indicator rows.)
+        """
+        if self.binarizer.y_type_.startswith("multilabel"):
+            return self.binarizer.inverse_transform(np.where(Y > 0, 1, -1))
         return np.asarray(y)
 
     def encode_block(self, yb):

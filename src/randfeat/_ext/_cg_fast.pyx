@@ -51,7 +51,9 @@ def finish_apply(
     cdef bint centred = mu.shape[0] > 0
     cdef double q
     with nogil:
-        for b in prange(nb, num_threads=n_threads, schedule="static"):
+        # Blocks handed out dynamically: on a busy machine a descheduled
+        # thread holds up one block, not half the loop (same bits either way).
+        for b in prange(nb, num_threads=n_threads, schedule="dynamic", chunksize=1):
             j0 = b * _BLOCK
             j1 = min(j0 + _BLOCK, D)
             for k in range(K):
@@ -82,7 +84,7 @@ def scale_rows(
     cdef Py_ssize_t nb = partial_rr.shape[0], b, j, k, j0, j1
     cdef double r, acc, keep
     with nogil:
-        for b in prange(nb, num_threads=n_threads, schedule="static"):
+        for b in prange(nb, num_threads=n_threads, schedule="dynamic", chunksize=1):
             j0 = b * _BLOCK
             j1 = min(j0 + _BLOCK, D)
             if K == 1:

@@ -146,7 +146,7 @@ def csr_normal_matmat(
         n_threads = 1
     step = (N + nb - 1) // nb
     with nogil:
-        for b in prange(nb, num_threads=n_threads, schedule="static", chunksize=1):
+        for b in prange(nb, num_threads=n_threads, schedule="dynamic", chunksize=1):
             # Zero this block's buffer in the thread that fills it.
             for j in range(D):
                 for k in range(K):
@@ -167,7 +167,7 @@ def sum_blocks(const double[:, :, ::1] partial, cython.floating[:, ::1] out, int
     cdef Py_ssize_t b, j, k
     cdef double acc
     with nogil:
-        for j in prange(D, num_threads=n_threads, schedule="static"):
+        for j in prange(D, num_threads=n_threads, schedule="dynamic", chunksize=512):
             for k in range(K):
                 acc = 0.0
                 for b in range(nb):

@@ -87,7 +87,7 @@ class FeatureOperator(ABC):
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         for cap in Capability:
-            overridden = {name for name in cap.methods if getattr(cls, name) is not getattr(FeatureOperator, name)}
+            overridden = {name for name in cap.methods if _overrides(cls, name)}
             if cap in cls.capabilities and len(overridden) < len(cap.methods):
                 missing = sorted(set(cap.methods) - overridden)
                 raise TypeError(f"{cls.__name__} declares {cap.name} but does not implement {missing}")
@@ -247,6 +247,16 @@ class FeatureOperator(ABC):
         ndarray of shape (h, h), float64, symmetric
         """
         raise NotImplementedError(f"{type(self).__name__} has no Gram block")
+
+
+def _overrides(cls, name):
+    """True if a class between ``cls`` and ``FeatureOperator`` in the MRO defines the method ``name``."""
+    for klass in cls.__mro__:
+        if klass is FeatureOperator:
+            return False
+        if name in vars(klass):
+            return True
+    return False
 
 
 def into(out, Q):

@@ -20,14 +20,15 @@ from .._core.memory import check_memory
 from .._core.protocols import MapCapability, OutputKind
 from .._core.validation import N_JOBS, Interval, as_generator
 from .._ext import _binning_fast
-from .contract import FeatureMap, MapState
+from .binning_state import LANES as _LANES
+from .binning_state import BinningState
+from .contract import FeatureMap
 from .gamma import resolve_l1_gamma
 from .kernels import GAMMA, KERNELS, scale_pitches
 
 # Bins are int64 in the kernel; |bin| <= 2**62 leaves a factor-2 margin and is
 # what the no-collision argument for one-coordinate changes needs (see the header).
 MAX_ABS_BIN = 2.0**62
-_LANES = _binning_fast.LANES
 
 
 #: Kernels random binning can represent: separable, with a pitch density.
@@ -37,55 +38,6 @@ BINNING_KERNELS = sorted(name for name, spec in KERNELS.items() if spec.sample_p
 def _index_dtype(*bounds):
     """int32 when every index and indptr value fits, else int64 (scipy's rule)."""
     return np.int32 if max(bounds) < np.iinfo(np.int32).max else np.int64
-
-
-@dataclasses.dataclass(frozen=True, eq=False)
-class BinningState(MapState):
-    """The fitted grids and vocabulary of a ``RandomBinningFeatures``.
-
-    Attributes
-    ----------
-    n_features_out : int
-        Occupied bins, the output width.
-    pitches, offsets : ndarray of shape (n_grids, n_features_in), float64
-    U, INV : ndarray of shape (n_features_in, P padded to whole vector lanes), float64
-        The kernel's layout of the offsets and inverse pitches (padding 0).
-    n_grids : int
-    gamma : float
-    value : float
-        The entries' value, 1/√n_grids.
-    vocabulary : tuple of 5 ndarrays, or None
-        (bin_hashes, grid_offsets, dir, dir_offsets, dir_bits): each grid's
-        sorted bin hashes and the lookup directory on their top bits
-        (``_binning_fast.Vocabulary``); None while the grids are drawn but
-        no row has been read.
-    """
-
-    pitches: np.ndarray
-    offsets: np.ndarray
-    U: np.ndarray
-    INV: np.ndarray
-    n_grids: int
-    gamma: float
-    value: float
-    vocabulary: tuple | None = None
-
-    def check(self):
-        """Raise ValueError unless the grids' arrays agree in shape (what the kernels will read)."""
-        super().check()
-        P = self.n_grids
-        d = self.pitches.shape[1] if self.pitches.ndim == 2 else -1
-        if self.pitches.shape != (P, d) or self.offsets.shape != (P, d):
-            raise ValueError("pitches_ and offsets_ must both have shape (n_grids_, n_features_in_)")
-        for name, a in (("U", self.U), ("INV", self.INV)):
-            if not (a.dtype == np.float64 and a.ndim == 2 and a.shape[0] == d and a.shape[1] >= P
-                    and a.shape[1] % _LANES == 0 and a.flags.c_contiguous):
-                raise ValueError(f"the grids' {name} array does not match n_grids_ and n_features_in_")
-        if self.vocabulary is not None:
-            hashes, grid_offsets = self.vocabulary[0], self.vocabulary[1]
-            if grid_offsets.shape != (P + 1,) or int(grid_offsets[-1]) != self.n_features_out \
-                    or hashes.shape != (self.n_features_out,):
-                raise ValueError("bin_hashes_ and grid_offsets_ do not match n_features_out_ and n_grids_")
 
 
 class RandomBinningFeatures(FeatureMap):
@@ -115,9 +67,9 @@ class RandomBinningFeatures(FeatureMap):
         Kernels binning cannot represent (``'rbf'``, ``'cauchy'``,
         ``'matern'``) raise an ``InvalidParameterError`` (a ValueError)
         that says why; use ``RandomFourierFeatures`` for them.
-    gamma : float or 'scale', default=1.0
+    gamma : float or 'scale', default='scale'
         Kernel parameter, as in ``sklearn.metrics.pairwise.laplacian_kernel``.
-        ``'scale'``: ``1 / (n_features * mean|X - X.mean()|)``, the L1
+        ``'scale'`` (the default since 0.2): ``1 / (n_features * mean|X - X.mean()|)``, the L1
         counterpart of RBFSampler's ``1 / (n_features * X.var())`` (it makes
         γ‖x − y‖₁ of order one for typical pairs; see ``gamma_``).
     random_state : int, RandomState instance, Generator or None, default=None
@@ -198,7 +150,7 @@ class RandomBinningFeatures(FeatureMap):
         "n_jobs": N_JOBS,
     }
 
-    def __init__(self, n_grids=30, *, kernel="laplacian", gamma=1.0, random_state=None, n_jobs=None):
+    def __init__(self, n_grids=30, *, kernel="laplacian", gamma="scale", random_state=None, n_jobs=None):
         self.n_grids = n_grids
         self.kernel = kernel
         self.gamma = gamma
@@ -257,17 +209,17 @@ class RandomBinningFeatures(FeatureMap):
     # ------------------------------------------------------- fitted attributes
     @property
     def pitches_(self):
-        """ndarray of shape (n_grids, n_features_in_): the bin widths δ."""
+        """ndarray of shape (n_grids, n_features): the bin widths δ."""
         return self._fitted_state().pitches
 
     @property
     def offsets_(self):
-        """ndarray of shape (n_grids, n_features_in_): the grid shifts u."""
+        """ndarray of shape (n_grids, n_features): the grid shifts u."""
         return self._fitted_state().offsets
 
     @property
     def bin_hashes_(self):
-        """ndarray of shape (n_features_out_,), uint64: the vocabulary, sorted per grid."""
+        """ndarray of uint64, one per output column: the vocabulary, sorted per grid."""
         return self._fitted_state().vocabulary[0]
 
     @property

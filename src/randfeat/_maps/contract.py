@@ -40,7 +40,9 @@ backends reach a map only through this contract.
 """
 
 import dataclasses
+import inspect
 
+import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin, clone
 from sklearn.utils.validation import check_is_fitted
 
@@ -58,7 +60,8 @@ class MapState:
     ``check`` runs at construction and when a pickled map is loaded: it
     must raise ``ValueError`` for any state the map's compiled code could
     not read safely (shapes, dtypes, index bounds), cheaply (no pass over
-    anything of the size of the data).
+    anything of the size of the data).  The state's arrays are then made
+    read-only, so what was checked is what the kernels read.
 
     Attributes
     ----------
@@ -70,11 +73,20 @@ class MapState:
 
     def __post_init__(self):
         self.check()
+        self.freeze()
 
     def check(self):
         """Raise ValueError unless the state is consistent (subclasses extend it)."""
         if not (isinstance(self.n_features_out, int) and self.n_features_out >= 0):
             raise ValueError(f"n_features_out must be a non-negative int, got {self.n_features_out!r}")
+
+    def freeze(self):
+        """Make every array of the state read-only (arrays directly in a field or in a tuple field)."""
+        for field in dataclasses.fields(self):
+            value = vars(self)[field.name]
+            for a in value if isinstance(value, tuple) else (value,):
+                if isinstance(a, np.ndarray):
+                    a.setflags(write=False)
 
 
 class FeatureMap(ClassNamePrefixFeaturesOutMixin, ValidatedParamsMixin, TransformerMixin, BaseEstimator):
@@ -183,7 +195,8 @@ class FeatureMap(ClassNamePrefixFeaturesOutMixin, ValidatedParamsMixin, Transfor
             lazy Dask array with X's row chunks, computed block by block on
             the workers.
         """
-        return for_input(X).transform_map(self, self._fitted_state(), X)
+        fmap = self._snapshot()  # one fitted map from start to end, whatever other threads fit meanwhile
+        return for_input(X).transform_map(fmap, fmap._fitted_state(), X)
 
     def _fit_gamma_path(self, X, gammas):
         """Return one fitted clone of this map per gamma (``RidgeCV(gammas=...)``).
@@ -239,13 +252,23 @@ class FeatureMap(ClassNamePrefixFeaturesOutMixin, ValidatedParamsMixin, Transfor
 
     def __setstate__(self, state):
         state = dict(state)
+        # A map pickled by an earlier version lacks the parameters added since:
+        # they take their defaults (what that version did).
+        for name, param in inspect.signature(type(self).__init__).parameters.items():
+            if param.default is not inspect.Parameter.empty and name not in state:
+                state[name] = param.default
         if "_state" not in state and "n_features_out_" in state:
             # A map pickled by randfeat 0.1.0 kept its parameters as separate attributes.
             state["_state"] = self._legacy_state(state)
         super().__setstate__(state)
         fitted = vars(self).get("_state")
         if fitted is not None:
-            fitted.check()  # the unpickled arrays are what compiled code will read
+            try:
+                fitted.check()  # the unpickled arrays are what compiled code will read
+            except (ValueError, TypeError, IndexError) as exc:
+                raise ValueError(f"this pickled {type(self).__name__} holds an inconsistent fitted state ({exc}); "
+                                 f"it was altered or damaged: fit the map again") from None
+            fitted.freeze()
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

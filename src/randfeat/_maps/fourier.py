@@ -20,6 +20,7 @@ from .fourier_transform import fourier_features
 from .gamma import resolve_gamma
 from .kernels import GAMMA, KERNEL_NAMES, KERNELS, NU, scale_frequencies
 from .sampling import SAMPLINGS, draw_unit_frequencies
+from .structured import STRUCTURED_SAMPLINGS, StructuredState, check_kernel, draw_structured, multipliers
 
 FEATURE_MAPS = ("cossin", "cos")
 
@@ -121,9 +122,12 @@ class RandomFourierFeatures(FeatureMap):
         D with ``'cossin'``).
     kernel : {'rbf', 'laplacian', 'cauchy', 'matern'}, default='rbf'
         Kernel approximated; see ``randfeat.kernel_matrix`` for the formulas.
-    gamma : float or 'scale', default=1.0
+    gamma : float or 'scale', default='scale'
         Kernel parameter as in ``sklearn.metrics.pairwise``.  ``'scale'``
-        means ``1 / (n_features * X.var())`` as in scikit-learn's RBFSampler.
+        (the default since 0.2) means ``1 / (n_features * X.var())``, as
+        scikit-learn's RBFSampler: of the order of one over typical squared
+        distances, whatever the scale of X (a fixed ``gamma=1.0`` predicted
+        the majority class on the Adult set).  The value used is ``gamma_``.
     nu : {0.5, 1.5, 2.5}, default=1.5
         Smoothness of the Matérn kernel; ignored by the other kernels.
     feature_map : {'cossin', 'cos'}, default='cossin'
@@ -145,14 +149,25 @@ class RandomFourierFeatures(FeatureMap):
         because at equal output width it approximates the kernel with lower
         variance (Sutherland & Schneider, 2015): the random phase b of the
         ``cos`` map adds noise that the sin/cos pair cancels exactly.
-    sampling : {'iid', 'orthogonal', 'qmc'}, default='iid'
+    sampling : {'iid', 'orthogonal', 'qmc', 'sorf', 'fastfood'}, default='iid'
         How the frequencies are drawn: i.i.d. from the spectral density;
         ``'orthogonal'``: Orthogonal Random Features (Yu et al., 2016), rows
         of stacked random orthogonal blocks rescaled to the density's radial
         norms (``rbf`` and ``matern`` only); ``'qmc'``: a scrambled Sobol
         sequence pushed through the inverse CDF of the density (Avron et al.,
         2016).  Both usually give a lower kernel error than ``'iid'`` at
-        equal D.
+        equal D.  ``'sorf'`` (Structured Orthogonal Random Features, Yu et
+        al., 2016) and ``'fastfood'`` (Le, Sarlós & Smola, 2013) replace W
+        by blocks of Walsh–Hadamard and diagonal matrices (H D₁ H D₂ H D₃;
+        H G Π H B) on X zero-padded to a power of two, each row rescaled to
+        a radius of the density (``rbf`` and ``matern`` only): O(D log d)
+        time per row and O(D) parameters instead of O(dD), so much faster
+        than the dense map for large d (see ``bench/structured.py``).
+        ``'sorf'`` approximates the kernel about as well as ``'orthogonal'``;
+        ``'fastfood'`` is unbiased but its rows within a block are
+        correlated, so its error is somewhat above ``'iid'``'s
+        (``bench/results/approx_error_dims.md``).  They store no
+        ``random_weights_``.
     random_state : int, RandomState, Generator or None, default=None
         Seeds the draw of W and b.
     n_jobs : int or None, default=None
@@ -163,7 +178,8 @@ class RandomFourierFeatures(FeatureMap):
     ----------
     random_weights_ : ndarray of shape (n_features_in_, D') or (n_features_in_, D)
         Frequencies W, as columns (``D' = ⌈D/2⌉`` for ``cossin``), in the
-        dtype of the training data.
+        dtype of the training data.  Not stored for ``'sorf'`` and
+        ``'fastfood'`` (an AttributeError says so).
     random_offset_ : ndarray of shape (D,) or (1,), or None
         Phases b in the training data's dtype: one per frequency for ``cos``;
         for ``cossin``, None (no phase) when D is even and the phase of the
@@ -201,7 +217,7 @@ class RandomFourierFeatures(FeatureMap):
         "gamma": [*GAMMA, StrOptions({"scale"})],
         "nu": NU,
         "feature_map": [StrOptions(set(FEATURE_MAPS))],
-        "sampling": [StrOptions(set(SAMPLINGS))],
+        "sampling": [StrOptions(set(SAMPLINGS) | set(STRUCTURED_SAMPLINGS))],
         "random_state": ["random_state", np.random.Generator],
         "n_jobs": N_JOBS,
     }
@@ -211,7 +227,7 @@ class RandomFourierFeatures(FeatureMap):
         n_components=100,
         *,
         kernel="rbf",
-        gamma=1.0,
+        gamma="scale",
         nu=1.5,
         feature_map="cossin",
         sampling="iid",
@@ -228,6 +244,11 @@ class RandomFourierFeatures(FeatureMap):
         self.n_jobs = n_jobs
 
     def _check_param_combinations(self):
+        if self.sampling in STRUCTURED_SAMPLINGS:
+            try:
+                check_kernel(KERNELS[self.kernel], self.sampling)
+            except ValueError as exc:
+                raise InvalidParameterError(str(exc)) from None
         if self.sampling == "orthogonal" and KERNELS[self.kernel].radial_norms is None:
             radial = sorted(k for k, s in KERNELS.items() if s.radial_norms is not None)
             raise InvalidParameterError(
@@ -242,7 +263,13 @@ class RandomFourierFeatures(FeatureMap):
     @property
     def random_weights_(self):
         """ndarray: the frequencies W, as columns, in the training data's dtype."""
-        return self._fitted_state().W
+        state = self._fitted_state()
+        if isinstance(state, StructuredState):
+            raise AttributeError(
+                f"random_weights_ is not stored for sampling={state.draw.sampling!r}: its frequencies are "
+                f"products of Walsh-Hadamard and diagonal matrices kept in O(D) memory, never as a d x D matrix"
+            )
+        return state.W
 
     @property
     def random_offset_(self):
@@ -266,19 +293,30 @@ class RandomFourierFeatures(FeatureMap):
         return [self._state_at(unit, b, float(g), summary.dtype) for g in gammas]
 
     def _draw_unit_frequencies(self, d):
-        """Draw the unit frequencies and offsets from ``random_state`` (nothing set on self)."""
+        """Draw the unit frequencies (a ``StructuredDraw`` for sorf/fastfood) and offsets from ``random_state``."""
         cossin = self.feature_map == "cossin"
         n_freq = (self.n_components + 1) // 2 if cossin else self.n_components
         rng = as_generator(self.random_state)
-        unit, b = draw_unit_frequencies(
-            KERNELS[self.kernel], self.sampling, d, n_freq, self.nu, rng, with_offset=not cossin
-        )
+        if self.sampling in STRUCTURED_SAMPLINGS:
+            unit = draw_structured(KERNELS[self.kernel], self.sampling, d, n_freq, self.nu, rng)
+            b = None if cossin else rng.uniform(0.0, 2.0 * np.pi, size=n_freq)
+        else:
+            unit, b = draw_unit_frequencies(
+                KERNELS[self.kernel], self.sampling, d, n_freq, self.nu, rng, with_offset=not cossin
+            )
         if cossin and self.n_components % 2:
             b = rng.uniform(0.0, 2.0 * np.pi, size=1)  # phase of the single column
         return unit, b
 
     def _state_at(self, unit, b, gamma, dtype):
         """The frequencies at ``gamma`` (``kernels.scale_frequencies``), checked, as a ``FourierState``."""
+        if self.sampling in STRUCTURED_SAMPLINGS:
+            with np.errstate(over="ignore", invalid="ignore"):
+                mult = multipliers(KERNELS[self.kernel], unit, gamma)
+                self._check_frequencies(mult.astype(dtype), gamma)
+            return StructuredState(n_features_out=int(self.n_components), draw=unit, mult=mult,
+                                   b=None if b is None else b.astype(dtype, copy=False), gamma=gamma,
+                                   cossin=self.feature_map == "cossin")
         # Overflowing frequencies (a huge gamma) are reported by _check_frequencies.
         with np.errstate(over="ignore", invalid="ignore"):
             W = np.ascontiguousarray(scale_frequencies(KERNELS[self.kernel], unit, gamma)).astype(dtype, copy=False)
@@ -307,6 +345,8 @@ class RandomFourierFeatures(FeatureMap):
 
     def _transform_rows(self, state, X, n_threads):
         """The features of validated X: the fused kernel, the odd-width fold, the overflow check."""
+        if isinstance(state, StructuredState):
+            return state.features(X, n_threads)  # odd widths and overflow handled there
         Z = fourier_features(X, state.W, None if state.cossin else state.b, state.cossin, n_threads)
         if state.cossin and state.n_features_out % 2:
             Z = _fold_odd_cossin(Z, float(state.b[0]))

@@ -14,6 +14,7 @@ import warnings
 from typing import NamedTuple
 
 import numpy as np
+from sklearn.exceptions import ConvergenceWarning
 
 from .cg import _colwise_dot, block_cg, default_max_iter
 from .normal import DualNormalOperator, NormalOperator
@@ -231,8 +232,10 @@ def _dual_solve(normal, dual, B, Yhat, alpha, *, tol, max_iter, log, A0):
     The dual residual is stopped at ``tol``, then the primal one
     ‖Bₖ − (A + αI)Xₖ‖ / ‖Bₖ‖ (what every CG fit reports) is measured; if a
     target misses ``tol`` there, the dual iterations resume (warm) at a
-    tighter dual tolerance.  Returns (X (D × K) in Z's dtype, A (N × K)
-    float64, n_iter, primal residual).
+    tighter dual tolerance.  If the primal residual still misses ``tol``
+    when ``max_iter`` is spent, one ``ConvergenceWarning`` names it (the
+    dual's own warnings, about its residual, are not the user's).  Returns
+    (X (D × K) in Z's dtype, A (N × K) float64, n_iter, primal residual).
     """
     max_iter = default_max_iter(normal.shape[1]) if max_iter is None else max_iter
     identity = Preconditioner(np.ones(dual.shape[0]), description="none")
@@ -240,13 +243,24 @@ def _dual_solve(normal, dual, B, Yhat, alpha, *, tol, max_iter, log, A0):
     dual_tol, used = tol, np.zeros(B.shape[1], dtype=np.intp)
     A = A0
     while True:
-        A, n_iter, _ = block_cg(dual, Yhat, alpha, identity, tol=dual_tol, max_iter=max_iter - int(used.max()),
-                                log=log, X0=A, out_dtype=np.float64)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            A, n_iter, _ = block_cg(dual, Yhat, alpha, identity, tol=dual_tol, max_iter=max_iter - int(used.max()),
+                                    log=log, X0=A, out_dtype=np.float64)
         used += n_iter
         X = dual.to_primal(A)
         R = np.asarray(B, dtype=np.float64) - normal.apply(np.ascontiguousarray(X), alpha)[0]
         residual = np.sqrt(_colwise_dot(R, R)) / np.where(b_norm > 0, b_norm, 1.0)
         if np.all(residual <= tol) or used.max() >= max_iter or dual_tol <= np.finfo(np.float64).eps:
+            if np.any(residual > tol):
+                bad = np.flatnonzero(residual > tol)
+                warnings.warn(
+                    f"CG (in the dual) did not converge within max_iter={max_iter} iterations: relative residual "
+                    f"reached {residual[bad].max():.3e} (tol={tol:g}) for target(s) {bad.tolist()}. "
+                    "Increase max_iter or tol, or alpha.",
+                    ConvergenceWarning,
+                    stacklevel=5,
+                )
             return X, A, used, residual
         # The primal residual is Ẑᵀ r_dual: tighten the dual target by the measured gap.
         dual_tol = max(dual_tol * min(0.5, 0.5 * tol / float(residual.max())), np.finfo(np.float64).eps)

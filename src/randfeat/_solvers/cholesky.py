@@ -82,7 +82,7 @@ class RidgeSolution:
 
     def __post_init__(self):
         for name in ("coef", "intercept", "noise_variance", "factor", "mean"):
-            _readonly(getattr(self, name))
+            _readonly(vars(self)[name])
 
     def __setstate__(self, state):
         # Unpickling restores the fields directly: make the arrays read-only again.
@@ -90,7 +90,7 @@ class RidgeSolution:
         self.__post_init__()
 
     @classmethod
-    def from_statistics(cls, stats, alpha, *, overwrite=False, singular="min_norm"):
+    def from_statistics(cls, stats, alpha, *, overwrite=False, singular="min_norm", owner="Ridge"):
         """Factor Z_cᵀWZ_c + αI from ``stats`` and solve for every target.
 
         Parameters
@@ -105,6 +105,8 @@ class RidgeSolution:
             minimum-norm least-squares solution (as scikit-learn), or raise
             ``LinAlgError`` (a caller that can rebuild the statistics more
             accurately first).
+        owner : str, default="Ridge"
+            The estimator's name, for the messages.
 
         Returns
         -------
@@ -118,9 +120,7 @@ class RidgeSolution:
             If the statistics or the solution overflow float64 (features or
             targets too large in magnitude).
         """
-        _check_scale("the Gram matrix ZᵀZ", stats.gram_lower)
-        _check_scale("the products Zᵀy", stats.cross)
-        _check_scale("the sum of squares of y", stats.y_sum_squares)
+        check_statistics(stats, owner)
         A = stats.release_gram() if overwrite else stats.gram_lower.copy(order="F")
         b = stats.cross
         D = A.shape[0]
@@ -148,13 +148,13 @@ class RidgeSolution:
                 _mirror(A, to_upper=False)
                 A[np.diag_indices(D)] = diag
                 W, tr_inv = _min_norm_solve(A, b)
-        _check_scale("the coefficients", W)
+        _check_scale("the coefficients", W, owner)
         mean = stats.mean if stats.centred else None
         # Residual sum of squares from the sums (no second pass over the data):
         # Σw r² = yᵀWy − 2wᵀb + wᵀGw and G w = b − αw  ⇒  yᵀWy − wᵀb − α‖w‖².
         with np.errstate(over="ignore", invalid="ignore"):
             rss = stats.y_sum_squares - np.einsum("ij,ij->j", W, b) - alpha * np.einsum("ij,ij->j", W, W)
-        _check_scale("the residual sum of squares", rss)
+        _check_scale("the residual sum of squares", rss, owner)
         rss = np.maximum(rss, 0.0)
         if L is not None:
             dof = D - alpha * tr_inv + (1.0 if mean is not None else 0.0)
@@ -219,11 +219,18 @@ class RidgeSolution:
         return self.latent_variance_factor(Z)[:, None] * np.asarray(self.noise_variance, dtype=np.float64)[None, :]
 
 
-def _check_scale(what, values):
+def check_statistics(stats, owner="Ridge"):
+    """Raise ValueError if sufficient statistics overflowed float64 (features or targets too large)."""
+    _check_scale("the Gram matrix ZᵀZ", stats.gram_lower, owner)
+    _check_scale("the products Zᵀy", stats.cross, owner)
+    _check_scale("the sum of squares of y", stats.y_sum_squares, owner)
+
+
+def _check_scale(what, values, owner="Ridge"):
     """Raise ValueError if ``values`` overflowed (inf or NaN): the data's scale, never a NaN fit."""
     if not np.all(np.isfinite(values)):
         raise ValueError(
-            f"Ridge: {what} overflowed float64: the features or the targets are too large in "
+            f"{owner}: {what} overflowed float64: the features or the targets are too large in "
             "magnitude (values of about 1e154 or more square to infinity). Rescale X and y, "
             "e.g. with sklearn.preprocessing.StandardScaler, before fitting."
         )

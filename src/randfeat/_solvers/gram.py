@@ -43,7 +43,7 @@ def _tiled_gram_add(Zs, S, n_threads):
     def product(tile):
         i, j = tile
         rows, cols = slice(edges[i], edges[i + 1]), slice(edges[j], edges[j + 1])
-        buf = getattr(local, "buf", None)
+        buf = vars(local).get("buf")  # this thread's buffer, once it has one
         if buf is None:
             buf = local.buf = np.empty((width, width), dtype=Zs.dtype, order="F")
         block = buf[: edges[i + 1] - edges[i], : edges[j + 1] - edges[j]]

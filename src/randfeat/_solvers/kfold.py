@@ -20,7 +20,7 @@ from .._linalg.products import make_products
 from .._linalg.rowmerge import merged_problem
 from .cg_path import cg_ridge_path
 from .eigen import eigen_of, gram_decomposition
-from .plan import accumulate
+from .plan import accumulate, check_finite
 
 #: Relative residual at which the k-fold path's CG fits stop (``Ridge``'s default tol).
 CV_TOL = 1e-6
@@ -45,9 +45,20 @@ def folds(settings, N, y_true):
     return pairs
 
 
-def fold_fit(settings, source, Y, w, alphas, n_threads):
+def _check_weight(settings, w, fold):
+    """ValueError (as Ridge's) if a fold's training rows carry no weight: it would predict 0 for any alpha."""
+    if not w.sum() > 0:
+        where = "every training row" if fold is None else f"every training row of fold {fold + 1}"
+        raise ValueError(
+            f"{settings.owner}: sample_weight is zero for {where}, so no sample counts in that fit; "
+            f"give rows of every fold's training set a positive weight (or choose other folds)"
+        )
+
+
+def fold_fit(settings, source, Y, w, alphas, n_threads, fold=None):
     """Fit on the rows of ``source`` for every alpha; return (coef (A, K, D), intercept (A, K))."""
     K = Y.shape[1]
+    _check_weight(settings, w, fold)
     if source.sparse:
         Z, Y, w_cg, entries = merged_problem(source.Z, Y, None if np.all(w == 1) else w)
         ops = make_products(Z, n_threads, entries)
@@ -56,10 +67,12 @@ def fold_fit(settings, source, Y, w, alphas, n_threads):
                                     max_iter=None)
         finally:
             ops.close()
+        for r in results:
+            check_finite(r.coef, r.intercept, settings.owner)
         return (np.stack([r.coef.astype(np.float64) for r in results]),
                 np.stack([np.asarray(r.intercept, dtype=np.float64).reshape(K) for r in results]))
     dec = gram_decomposition(source.dense_blocks(settings.chunk_size), Y, w, source.n_features,
-                             settings.fit_intercept, n_threads)
+                             settings.fit_intercept, n_threads, settings.owner)
     coef = np.stack([dec.coef(np.full(K, a)) for a in alphas])
     intercept = (dec.y_mean - coef @ dec.mean) if dec.centred else np.zeros((len(alphas), K))
     return coef, intercept
@@ -75,19 +88,19 @@ def fold_predict(settings, source, coef, intercept):
 
 
 def kfold_predictions(settings, source, Y, w, y_true, alphas, n_threads):
-    """Pooled held-out predictions (N, K, A): one fit per fold for all alphas."""
+    """Pooled held-out predictions (N, K, A): one fit per fold for all alphas; and the (train, test) pairs."""
     N, K = Y.shape
     pairs = folds(settings, N, y_true)
     if not source.sparse and _fold_statistics_fit(source.n_features, len(pairs), source.dtype):
-        return _kfold_predictions_merged(settings, source, Y, w, alphas, n_threads, pairs)
+        return _kfold_predictions_merged(settings, source, Y, w, alphas, n_threads, pairs), pairs
     pred = np.empty((N, K, alphas.size))
     for k, (train, test) in enumerate(pairs):
         t0 = time.perf_counter()
-        coef, intercept = fold_fit(settings, source.rows(train), Y[train], w[train], alphas, n_threads)
+        coef, intercept = fold_fit(settings, source.rows(train), Y[train], w[train], alphas, n_threads, k)
         pred[test] = fold_predict(settings, source.rows(test), coef, intercept)
         if settings.log is not None:
             settings.log(f"fold {k + 1}/{len(pairs)}: {alphas.size} alphas fitted in {time.perf_counter() - t0:.2f} s")
-    return pred
+    return pred, pairs
 
 
 def _fold_statistics_fit(D, n_folds, dtype):
@@ -107,12 +120,13 @@ def _kfold_predictions_merged(settings, source, Y, w, alphas, n_threads, pairs):
     stats = accumulate(source.dense_blocks(settings.chunk_size), Y, w, D, settings.fit_intercept, n_threads,
                        groups=fold_of, n_groups=len(pairs))[0]
     models = []
-    for k in range(len(pairs)):
+    for k, (train_rows, _) in enumerate(pairs):
+        _check_weight(settings, w[train_rows], k)
         train = None
         for j in range(len(pairs)):
             if j != k:
                 train = stats[j] if train is None else train.merge(stats[j])
-        dec = eigen_of(train)
+        dec = eigen_of(train, settings.owner)
         coef = np.stack([dec.coef(np.full(K, a)) for a in alphas])  # (A, K, D)
         intercept = (dec.y_mean - coef @ dec.mean) if dec.centred else np.zeros((len(alphas), K))
         models.append((coef.reshape(len(alphas) * K, D).T, intercept))

@@ -74,7 +74,7 @@ def loo_residuals(dec, alphas, blocks, Y, w, n_threads):
     A = alphas.size
     base = 1.0 / dec.weight_sum if dec.centred else 0.0
     if dec.kind == "kernel":
-        shrink = lam / (lam + alphas[None, :])  # (N, A)
+        shrink = np.where(dec.kept(alphas), lam / (lam + alphas[None, :]), 0.0)  # (N, A)
         Q = dec.basis
         lev = (Q * Q) @ shrink + base * w[:, None]
         fitted = (Q @ (dec.u[:, :, None] * shrink[:, None, :]).reshape(Q.shape[1], -1)).reshape(len(w), -1, A)
@@ -99,6 +99,7 @@ def loo_block(dec, alphas, Zb, Yb, wb, n_threads):
     lam = dec.eigvals[:, None]
     base = 1.0 / dec.weight_sum if dec.centred else 0.0
     inv = np.ascontiguousarray(1.0 / (lam + alphas[None, :]))  # (D, A)
+    inv[~dec.kept(alphas)] = 0.0  # directions below the rank cut-off are not fitted (eigen.Decomposition)
     coef_by_alpha = np.ascontiguousarray((dec.u[:, :, None] * inv[:, None, :]).reshape(dec.u.shape[0], -1))
     n, K, A = Zb.shape[0], Yb.shape[1], alphas.size
     out = np.empty((n, K, A))

@@ -382,13 +382,9 @@ def solve_cholesky(settings, source, Y, w, n_threads, t0):
 
 
 def cholesky_result(sol, features):
-    """The ``FitResult`` of a Cholesky ``RidgeSolution``.
-
-    A direct solve counts as one iteration (scikit-learn's convention that
-    an estimator with max_iter reports n_iter_ >= 1).
-    """
-    return FitResult("cholesky", sol.coef.astype(sol.dtype), sol.intercept.astype(sol.dtype),
-                     np.ones(sol.coef.shape[0], dtype=np.intp), None, sol, features)
+    """The ``FitResult`` of a Cholesky ``RidgeSolution`` (no iterations: ``n_iter`` None, as scikit-learn's Ridge)."""
+    return FitResult("cholesky", sol.coef.astype(sol.dtype), sol.intercept.astype(sol.dtype), None, None, sol,
+                     features)
 
 
 def _cholesky_solution(settings, source, Y, w, n_threads, t0, accumulate_dtype):
@@ -405,7 +401,7 @@ def _cholesky_solution(settings, source, Y, w, n_threads, t0, accumulate_dtype):
     # The statistics are not kept: factor in their Gram's memory.  A
     # float32 Gram that fails raises, to be accumulated again in float64.
     singular = "raise" if stats.dtype == np.float32 else "min_norm"
-    sol = stats.solve(float(settings.alpha), overwrite=True, singular=singular)
+    sol = stats.solve(float(settings.alpha), overwrite=True, singular=singular, owner=settings.owner)
     if accumulate_dtype is not None:
         sol = dataclasses.replace(sol, dtype=np.dtype(source.dtype))
     return sol

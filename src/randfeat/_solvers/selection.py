@@ -19,6 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import clone
 from sklearn.utils._param_validation import InvalidParameterError
 
@@ -114,12 +115,16 @@ def median_heuristic_gamma(X, kernel):
     gamma : float
     """
     from sklearn.metrics import pairwise_distances
+    from sklearn.metrics.pairwise import euclidean_distances
 
     n = X.shape[0]
     rows = np.sort(np.random.default_rng(0).choice(n, size=min(n, AUTO_GAMMA_ROWS), replace=False))
     S = X[rows]
     if kernel == "laplacian":
         dist = pairwise_distances(S, metric="manhattan")
+    elif sp.issparse(S):
+        # SciPy's exact squared distances take dense rows only; the sample may be very wide.
+        dist = np.maximum(euclidean_distances(S, squared=True), 0.0)
     else:
         dist = pairwise_distances(S, metric="sqeuclidean")
     med = np.median(dist[np.triu_indices(len(rows), 1)]) if len(rows) > 1 else 0.0
@@ -172,9 +177,15 @@ def _weights(settings, N, sample_weight):
 
 
 def _kernel_path_pays(settings, N, D, dtype):
-    """True if streamed leave-one-out should materialise Z for the kernel path: N < D, Z within one chunk."""
+    """True if streamed leave-one-out or GCV should materialise Z for the kernel path: N < D, Z within one chunk."""
     itemsize = 4 if dtype == np.float32 else 8
-    return settings.cv is None and N < D and N * D * itemsize <= DEFAULT_CHUNK_BYTES
+    return settings.cv in (None, "gcv") and N < D and N * D * itemsize <= DEFAULT_CHUNK_BYTES
+
+
+def _kernel_fits(N):
+    """True if the N × N kernel path's arrays (the kernel, its eigenvectors, a product) fit half the memory."""
+    available, _ = available_memory()
+    return available is None or 3 * N * N * 8 <= JOINT_PASS_MEMORY_FRACTION * available
 
 
 def _joint_pass_fits(settings, maps, X):
@@ -211,7 +222,7 @@ def _select_alpha_joint(settings, X, Y, w, y_true, sample_weighted, maps):
     # One eigendecomposition per gamma, each on one BLAS thread (its bits
     # must not depend on the thread count), up to n_threads at once.
     with ThreadPoolExecutor(max(1, min(n_threads, len(stats)))) as pool:
-        decs = list(pool.map(eigen_of, stats))
+        decs = list(pool.map(lambda st: eigen_of(st, settings.owner), stats))
     del stats
     scorers = [_loo_scorer(settings, dec, alphas, Y, w, y_true, sample_weighted) for dec in decs]
     if settings.cv != "gcv":
@@ -231,9 +242,9 @@ def select_alpha(settings, source, Y, w, y_true, sample_weighted):
     D = source.n_features
     wide_sparse = source.sparse and D > CHOLESKY_MAX_FEATURES
     if settings.cv not in (None, "gcv") or (wide_sparse and settings.cv is None):
-        pred = kfold_predictions(settings, source, Y, w, y_true, alphas, n_threads)
+        pred, pairs = kfold_predictions(settings, source, Y, w, y_true, alphas, n_threads)
         return _choose_from_predictions(
-            settings, pred, Y, w, sample_weighted, y_true, alphas,
+            settings, pred, pairs, Y, w, sample_weighted, y_true, alphas,
             lambda col_alpha: kfold_refit(settings, source, Y, w, col_alpha, n_threads), source.features,
             source.dtype)
     if wide_sparse:
@@ -246,11 +257,13 @@ def select_alpha(settings, source, Y, w, y_true, sample_weighted):
         # Streamed features, but fewer rows than features and small: the
         # N × N kernel's eigendecomposition (N³) beats the D × D Gram's (D³).
         source = FeatureSource(source.X, source.features, source.materialised())
-    if not source.streamed and not source.sparse and N < D and settings.cv is None and np.all(w > 0):
-        dec = kernel_decomposition(source.Z, Y, w, settings.fit_intercept)
+    if not source.streamed and N < D and settings.cv in (None, "gcv") and np.all(w > 0) and (
+            not source.sparse or _kernel_fits(N)):
+        # Fewer rows than features: the N × N kernel's eigendecomposition (N³) beats the D × D Gram's (D³).
+        dec = kernel_decomposition(source.Z, Y, w, settings.fit_intercept, settings.owner)
     else:
         dec = gram_decomposition(source.dense_blocks(settings.chunk_size), Y, w, D, settings.fit_intercept,
-                                 n_threads)
+                                 n_threads, settings.owner)
     scorer = _loo_scorer(settings, dec, alphas, Y, w, y_true, sample_weighted)
     if settings.cv != "gcv":
         for s, e, loo in loo_residuals(dec, alphas, source.dense_blocks(settings.chunk_size), Y, w, n_threads):
@@ -286,11 +299,26 @@ def _alpha_choice(settings, dec, alphas, scores, results, features, dtype):
     return Selection(alpha, best_score, coef, intercept, results, features, dtype)
 
 
-def _choose_from_predictions(settings, pred, Y, w, sample_weighted, y_true, alphas, refit, features, dtype):
-    """Score pooled held-out predictions (N, K, A) as the leave-one-out path does; refit at the best."""
+def _choose_from_predictions(settings, pred, pairs, Y, w, sample_weighted, y_true, alphas, refit, features, dtype):
+    """Score held-out predictions (N, K, A); refit at the best alpha.
+
+    With ``cv`` an int or a splitter, as scikit-learn's ``RidgeCV`` (its
+    ``GridSearchCV``): each fold's predictions are scored by the scorer (by
+    default the estimator's ``score``, R² or accuracy; with the test rows'
+    sample weights when the fit is weighted), and an alpha's score is the
+    mean over the folds.  With
+    ``cv=None`` on features too wide for leave-one-out (5-fold in its
+    place), as leave-one-out is scored: the weighted mean squared error of
+    the pooled predictions (or the scorer on them).
+    """
     N, K, A = pred.shape
     per_target = bool(settings.alpha_per_target) and K > 1
-    if settings.scoring is None:
+    if settings.cv is not None:
+        fold_scores = [settings.score(pred[test], y_true[test], per_target,
+                                      {"sample_weight": w[test]} if sample_weighted else {}) for _, test in pairs]
+        scores = np.mean(fold_scores, axis=0)
+        results = pred
+    elif settings.scoring is None:
         se = w[:, None, None] * (Y[:, :, None] - pred) ** 2
         total = se.sum(axis=0)
         scores = -total / N if per_target else -total.sum(axis=0) / (N * K)

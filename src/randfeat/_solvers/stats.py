@@ -271,7 +271,7 @@ class RidgeStatistics:
                                dtype=np.result_type(a.dtype, b.dtype))
 
     # -------------------------------------------------------------- solving
-    def solve(self, alpha, *, overwrite=False, singular="min_norm"):
+    def solve(self, alpha, *, overwrite=False, singular="min_norm", owner="Ridge"):
         """Return the ridge solution for ``alpha``: ``RidgeSolution.from_statistics(self, alpha, ...)``.
 
         Parameters
@@ -282,12 +282,14 @@ class RidgeStatistics:
         singular : {"min_norm", "raise"}, default="min_norm"
             What a Gram that is not positive definite gives (see
             ``RidgeSolution.from_statistics``).
+        owner : str, default="Ridge"
+            The estimator's name, for the messages.
 
         Returns
         -------
         RidgeSolution
         """
-        return RidgeSolution.from_statistics(self, alpha, overwrite=overwrite, singular=singular)
+        return RidgeSolution.from_statistics(self, alpha, overwrite=overwrite, singular=singular, owner=owner)
 
 
 class _BlockMeans(NamedTuple):

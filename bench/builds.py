@@ -1,0 +1,109 @@
+"""Time the same public calls in two builds of randfeat, alternating child processes: a ratio per call.
+
+    python bench/builds.py --baseline-python /path/to/other/venv/bin/python [--rounds 5] [--quick]
+
+Each round runs every case in a child process of this interpreter's build
+and of the baseline's, one after the other (which goes first alternates
+between rounds), each child timing its call ``--repeats`` times after a
+warm-up and reporting the fastest.  The ratio is this build / the baseline
+per round; the table gives the median and the range over rounds.  Used for
+issue 23 (a restructuring must not move the calls' times by more than 5%).
+Public names only, so any two versions with the same API can be compared.
+"""
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+from _harness import DEFAULT_RESULTS, machine_info, progress
+
+CASES = {
+    "Fourier transform (50000 × 54 → 2000, float64)": """
+X = rng.standard_normal((50000, 54))
+m = randfeat.RandomFourierFeatures(2000, gamma=0.05, random_state=0).fit(X)
+call = lambda: m.transform(X)
+""",
+    "binning fit_transform (200000 × 54, 50 grids)": """
+X = rng.uniform(0, 1, (200000, 54))
+call = lambda: randfeat.RandomBinningFeatures(50, gamma=2.0, random_state=0).fit_transform(X)
+""",
+    "Ridge Cholesky, streamed Fourier features (40000 × 20 → 2000)": """
+X = rng.standard_normal((40000, 20)); y = np.sin(X[:, 0]) + X[:, 1]
+call = lambda: randfeat.Ridge(alpha=0.1, features=randfeat.RandomFourierFeatures(2000, gamma=0.1, random_state=0)).fit(X, y)
+""",
+    "Ridge CG on binning features (100000 × 20, 30 grids)": """
+X = rng.uniform(0, 1, (100000, 20)); y = np.sin(6 * X[:, 0]) + X[:, 1]
+call = lambda: randfeat.Ridge(alpha=0.1, features=randfeat.RandomBinningFeatures(30, gamma=4.0, random_state=0)).fit(X, y)
+""",
+    "RidgeCV leave-one-out, 3 gammas (8000 × 20 → 1000)": """
+X = rng.standard_normal((8000, 20)); y = np.sin(X[:, 0]) + X[:, 1]
+call = lambda: randfeat.RidgeCV(alphas=np.logspace(-3, 2, 6), gammas=[0.02, 0.05, 0.1],
+                                features=randfeat.RandomFourierFeatures(1000, random_state=0)).fit(X, y)
+""",
+    "Dask fit, Ridge on Fourier features (100000 × 20 → 500, 8 blocks, threads)": """
+import dask, dask.array as da
+dask.config.set(scheduler="threads")
+X = rng.standard_normal((100000, 20)); y = np.sin(X[:, 0]) + X[:, 1]
+Xd = da.from_array(X, chunks=(12500, 20)); yd = da.from_array(y, chunks=12500)
+call = lambda: randfeat.Ridge(alpha=0.1, features=randfeat.RandomFourierFeatures(500, gamma=0.1, random_state=0)).fit(Xd, yd)
+""",
+}
+
+CHILD = """
+import json, sys, time
+import numpy as np
+import randfeat
+rng = np.random.default_rng(0)
+{setup}
+call()  # warm-up
+times = []
+for _ in range({repeats}):
+    t0 = time.perf_counter(); call(); times.append(time.perf_counter() - t0)
+print(json.dumps({{"best": min(times), "file": randfeat.__file__}}))
+"""
+
+
+def _time(python, setup, repeats):
+    code = CHILD.format(setup=setup, repeats=repeats)
+    out = subprocess.run([python, "-c", code], capture_output=True, text=True, cwd="/", timeout=1800)
+    if out.returncode:
+        raise RuntimeError(f"{python}: {out.stderr[-2000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--baseline-python", required=True, help="an interpreter with the other build installed")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--out", type=Path, default=DEFAULT_RESULTS)
+    args = parser.parse_args()
+    builds = {"this build": sys.executable, "baseline": args.baseline_python}
+    rows = []
+    for name, setup in CASES.items():
+        times = {b: [] for b in builds}
+        for r in range(args.rounds):
+            order = list(builds) if r % 2 == 0 else list(reversed(builds))
+            for b in order:
+                times[b].append(_time(builds[b], setup, args.repeats)["best"])
+        ratios = [a / b for a, b in zip(times["this build"], times["baseline"])]
+        rows.append({"case": name, "this": statistics.median(times["this build"]),
+                     "baseline": statistics.median(times["baseline"]), "ratio": statistics.median(ratios),
+                     "lo": min(ratios), "hi": max(ratios)})
+        progress(f"{name}: this {rows[-1]['this']:.3f} s, baseline {rows[-1]['baseline']:.3f} s, "
+                 f"ratio {rows[-1]['ratio']:.3f} [{rows[-1]['lo']:.3f}, {rows[-1]['hi']:.3f}]")
+    lines = ["| call | this build (s) | baseline (s) | this / baseline, median [range] |", "|---|---:|---:|---|"]
+    lines += [f"| {r['case']} | {r['this']:.3f} | {r['baseline']:.3f} | {r['ratio']:.3f} [{r['lo']:.3f}, {r['hi']:.3f}] |"
+              for r in rows]
+    text = "\n".join([f"Two builds, {args.rounds} alternating rounds, best of {args.repeats} per child; "
+                      f"{machine_info()}", "", *lines])
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "builds.md").write_text(text + "\n")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
