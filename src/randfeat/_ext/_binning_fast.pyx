@@ -76,8 +76,11 @@ cdef extern from "randfeat_binning.h" nogil:
     void rf_lookup_row(const uint64_t *h, int64_t P, const uint64_t *keys, const int64_t *koff,
                        const uint32_t *dir, const int64_t *doff, const int *bits, int64_t *cols)
     double rf_sample_vocab(const rf_hstore *s, int64_t p, int64_t n)
+    int rf_plan_split(const rf_vocab_shared *sh, int G, double v_est)
     void rf_vocab_task_init(rf_vocab_task *t, int64_t p0, int G, rf_vocab_shared *shared, double v_est)
-    int rf_vocab_task_step(rf_vocab_task *t, rf_vocab_shared *shared, double deadline)
+    int rf_vocab_task_step(rf_vocab_task *t, rf_vocab_shared *shared, double deadline, uint64_t *buf)
+    enum:
+        RF_HBLOCK
     void rf_vocab_task_free(rf_vocab_task *t)
     void rf_lsd_sort_u64(uint64_t *keys, uint64_t *tmp, int64_t n)
     enum:
@@ -392,7 +395,7 @@ cdef class _VocabTasks(ChunkLoop):
 
     cdef void run_chunk(self, Py_ssize_t c, void *scratch) noexcept nogil:
         cdef Py_ssize_t k = self.order[c]
-        self.result[k] = rf_vocab_task_step(&self.tasks[k], &self.shared, self.deadline)
+        self.result[k] = rf_vocab_task_step(&self.tasks[k], &self.shared, self.deadline, <uint64_t *>scratch)
 
 
 _STRATEGIES = {"auto": RF_VOCAB_AUTO, "sets": RF_VOCAB_SETS, "sort": RF_VOCAB_SORT}
@@ -448,6 +451,7 @@ def build_vocabularies(indices, data, Py_ssize_t P, int n_threads, bint write_ra
     if P > 0:
         sh.nkeys, sh.bits = &nk[0], &bits[0]
     loop.n_threads = n_threads
+    loop.scratch_bytes = 8 * max(1, min(n, <Py_ssize_t>RF_HBLOCK))  # a block of one grid's hashes
     loop.tasks = <rf_vocab_task *>calloc(max(1, P), sizeof(rf_vocab_task))
     loop.order = <Py_ssize_t *>malloc(max(1, P) * sizeof(Py_ssize_t))
     loop.result = <int *>calloc(max(1, P), sizeof(int))
@@ -456,8 +460,8 @@ def build_vocabularies(indices, data, Py_ssize_t P, int n_threads, bint write_ra
     # Freed tables and pieces are kept for reuse, up to what one group's sets
     # may take (so the memory bar of fit_transform holds: see _group_budget).
     sh.spares.limit = <size_t>max(group_budget, 0)
-    # Plan: a group shares one pass with hash sets, unless its sets would
-    # outgrow the budget (about 24 bytes per distinct bin and grid).
+    # Plan from a sample of each group's first grid: few bins, a grouped task
+    # (hash sets sharing one pass over the rows); many, one-grid tasks.
     for p0 in range(0, P, GRID_GROUP):
         G = min(<Py_ssize_t>GRID_GROUP, P - p0)
         v = 0.0
@@ -466,7 +470,7 @@ def build_vocabularies(indices, data, Py_ssize_t P, int n_threads, bint write_ra
                 v = rf_sample_vocab(&sh.store, p0, n)
             if v < 0:
                 raise MemoryError("not enough memory for the binning vocabulary")
-        if mode != RF_VOCAB_AUTO or G * 24.0 * v > group_budget:
+        if rf_plan_split(sh, <int>G, v):
             for q in range(G):
                 rf_vocab_task_init(&loop.tasks[loop.n_tasks], p0 + q, 1, sh, v)
                 loop.n_tasks += 1

@@ -187,6 +187,32 @@ static inline uint64_t rf_hstore_get(const rf_hstore *s, int64_t k) {
     return ((uint64_t)s->hi[k] << 32) | (uint64_t)s->lo[k];
 }
 
+/* The hashes of grid p for rows i0..i1 (at most RF_HBLOCK): a pointer into
+ * the store when they lie there contiguously and `copy` is 0, else gathered
+ * into buf.  Phases that write ranks over the store ask for a copy: the
+ * copy (memcpy, which may alias anything) is read before any rank of the
+ * block is written, so the uint32 rank stores never race the uint64 hash
+ * loads of the same bytes, whatever the compiler reorders. */
+enum { RF_HBLOCK = 4096 };
+static const uint64_t *rf_hstore_block(const rf_hstore *s, int64_t p, int64_t i0, int64_t i1,
+                                       uint64_t *RF_RESTRICT buf, int copy) {
+    const int64_t m = i1 - i0, rs = s->rs, base = i0 * rs + p * s->gs;
+    if (s->h64 && rs == 1) {
+        if (!copy) return s->h64 + base;
+        memcpy(buf, s->h64 + base, (size_t)m * sizeof(uint64_t));
+    } else if (s->h64) {
+        for (int64_t a = 0; a < m; a++) memcpy(buf + a, s->h64 + base + a * rs, sizeof(uint64_t));
+    } else {
+        for (int64_t a = 0; a < m; a++) {
+            uint32_t lo, hi;
+            memcpy(&lo, s->lo + base + a * rs, sizeof lo);
+            memcpy(&hi, s->hi + base + a * rs, sizeof hi);
+            buf[a] = ((uint64_t)hi << 32) | lo;
+        }
+    }
+    return buf;
+}
+
 /* Ranks at fit_transform.  Row i's rank in grid p's vocabulary goes to
  * rank[p*rank_gs + i] (uint32: N < 2^32 - 1), where rank is the output's
  * data buffer and rank_gs its 4-byte words per grid (2N for float64, N for
@@ -445,7 +471,7 @@ static inline void rf_pairs_insertion(uint64_t *RF_RESTRICT S, uint32_t *RF_REST
  * runs longer than RF_SORT_SMALL are sorted recursively (with S/R as their
  * scratch); one insertion pass then sorts all the short runs at once (runs
  * are in order and the long ones sorted, so it moves pairs only inside
- * short runs).  A digit on which all m keys agree moves nothing.  Stack:
+ * short runs).  Digits on which all m keys agree are skipped.  Stack:
  * 16 KiB a level, and each level takes at least 5 bits. */
 static int rf_sort_pairs(uint64_t *RF_RESTRICT S, uint32_t *RF_RESTRICT R, uint64_t *RF_RESTRICT T,
                          uint32_t *RF_RESTRICT Q, int64_t m, int shift) {
@@ -459,8 +485,14 @@ static int rf_sort_pairs(uint64_t *RF_RESTRICT S, uint32_t *RF_RESTRICT R, uint6
         const int64_t nb = (int64_t)1 << k;
         memset(cnt, 0, (size_t)(nb + 1) * sizeof(uint32_t));
         for (int64_t a = 0; a < m; a++) cnt[((S[a] >> low) & mask) + 1]++;
-        if (cnt[((S[0] >> low) & mask) + 1] == (uint32_t)m) { /* one value: on to the next digit */
-            shift = low;
+        if (cnt[((S[0] >> low) & mask) + 1] == (uint32_t)m) {
+            /* One value of this digit (repeated bins): skip to the highest bit
+             * on which the keys differ, or stop if they are all equal. */
+            uint64_t diff = 0;
+            for (int64_t a = 1; a < m; a++) diff |= S[a] ^ S[0];
+            if (diff == 0) return 0;
+            shift = 0;
+            while (shift < 64 && (diff >> shift) != 0) shift++;
             continue;
         }
         uint32_t longest = 0;
@@ -613,9 +645,16 @@ enum {
 /* How one-grid units are built: chosen per grid (auto), or forced (tests). */
 enum { RF_VOCAB_AUTO = 0, RF_VOCAB_SETS = 1, RF_VOCAB_SORT = 2 };
 
-/* Sorting pays once a set would leave the cache: from V >= N/RF_SORT_SHARE. */
-#ifndef RF_SORT_SHARE
-#define RF_SORT_SHARE 8
+/* Sorting pays once a grid has a few thousand bins (measured, N = 522000,
+ * one thread, ns per row and grid, grouped sets / sorting: 4 uniform bins
+ * 3.4 / 4.5, 64: 3.7 / 5.8, 1024: 10.5 / 9.8, 8192: 13.4 / 9.6, 65536: 27.6
+ * / 9.7, all distinct 54.6 (one-grid sets) / 15.6; Zipf-distributed bins,
+ * whose hot keys stay in cache: exponent 2 (~1000 bins) 3.6 / 8.3, 1.5
+ * (~9000) 5.5 / 8.9, 1.2 (~77000) 30.2 / 11.1).  The sample's estimate
+ * assumes equally likely bins, so skewed ones look fewer: they stay with
+ * the sets, which suits them. */
+#ifndef RF_SORT_MIN_V
+#define RF_SORT_MIN_V 4096
 #endif
 
 /* A growing array, grown in place (realloc of at least RF_RESERVE_BYTES:
@@ -712,14 +751,22 @@ static void rf_vocab_task_init(rf_vocab_task *t, int64_t p0, int G, rf_vocab_sha
 static inline int rf_task_lo(const rf_vocab_task *t) { return t->single ? t->g : 0; }
 static inline int rf_task_hi(const rf_vocab_task *t) { return t->single ? t->g + 1 : t->G; }
 
-/* Whether a one-grid unit sorts: when its set would be large (and so slow)
- * and sorting takes no more memory than the set would, or than `budget`. */
+/* Whether a one-grid unit sorts: when its vocabulary is large enough (see
+ * RF_SORT_MIN_V), and sorting (12 bytes a row) takes no more memory than its
+ * set would (~32 bytes a bin: table, keys, directory) or than `budget`. */
 static int rf_unit_sorts(const rf_vocab_shared *sh, double v_est) {
     if (sh->strategy != RF_VOCAB_AUTO) return sh->strategy == RF_VOCAB_SORT;
-    const double n = (double)sh->n;
-    if (v_est * RF_SORT_SHARE < n) return 0;
-    const double sort_bytes = 12.0 * n, set_bytes = 32.0 * v_est; /* set: table, keys, directory */
+    if (v_est < RF_SORT_MIN_V) return 0;
+    const double sort_bytes = 12.0 * (double)sh->n, set_bytes = 32.0 * v_est;
     return sort_bytes <= (set_bytes > (double)sh->budget ? set_bytes : (double)sh->budget);
+}
+
+/* How to build a group of G grids whose first has about v_est bins: 1 as G
+ * one-grid tasks (they sort, or their sets together would outgrow the
+ * budget: ~24 bytes a bin), 0 as one grouped task. */
+static int rf_plan_split(const rf_vocab_shared *sh, int G, double v_est) {
+    if (sh->strategy != RF_VOCAB_AUTO) return 1;
+    return rf_unit_sorts(sh, v_est) || (double)G * 24.0 * v_est > (double)sh->budget;
 }
 
 static void rf_task_drop_unit(rf_vocab_task *t, rf_spares *sp) {
@@ -835,9 +882,10 @@ static int rf_task_start_unit(rf_vocab_task *t, rf_vocab_shared *sh) {
 }
 
 /* Work on the task until it is done, fails or `deadline` (rf_now) passes.
- * Returns 1 when done, 0 when there is more, or the (negative) status. */
-static int rf_vocab_task_step(rf_vocab_task *t, rf_vocab_shared *sh, double deadline) {
-    enum { ROWS = 4096, RUNS = 16 }; /* work between two looks at the clock */
+ * buf: RF_HBLOCK hashes of per-thread scratch.  Returns 1 when done, 0 when
+ * there is more, or the (negative) status. */
+static int rf_vocab_task_step(rf_vocab_task *t, rf_vocab_shared *sh, double deadline, uint64_t *buf) {
+    enum { ROWS = RF_HBLOCK, RUNS = 16 }; /* work between two looks at the clock */
     const rf_hstore *s = &sh->store;
     const int64_t n = sh->n;
     if (!t->started) {
@@ -863,20 +911,23 @@ static int rf_vocab_task_step(rf_vocab_task *t, rf_vocab_shared *sh, double dead
             t->status = -1;
             break;
         }
-        const int64_t stop = t->row + ROWS < n ? t->row + ROWS : n;
+        const int64_t stop = t->row + ROWS < n ? t->row + ROWS : n, m = stop - t->row;
         if (t->phase == RF_TASK_ADD) {
             int over = 0;
-            int64_t i;
-            for (i = t->row; i < stop && !over && t->status == 0; i++) {
-                for (int g = lo; g < hi; g++) {
-                    int64_t before = t->sets[g].cap;
-                    if (rf_hset_add(&t->sets[g], rf_hstore_get(s, rf_hslot(s, i, t->p0 + g)), &sh->spares) != 0) {
+            for (int g = lo; g < hi && !over && t->status == 0; g++) {
+                const uint64_t *h = rf_hstore_block(s, t->p0 + g, t->row, stop, buf, 0);
+                rf_hset *set = &t->sets[g];
+                for (int64_t a = 0; a < m; a++) {
+                    const int64_t before = set->cap;
+                    if (rf_hset_add(set, h[a], &sh->spares) != 0) {
                         t->status = -1;
                         break;
                     }
-                    if (t->sets[g].cap != before) {
-                        t->total_cap += t->sets[g].cap - before;
+                    if (set->cap != before) {
+                        t->total_cap += set->cap - before;
                         if (!t->single && t->total_cap * (int64_t)sizeof(uint64_t) > sh->budget) {
+                            /* this grid has seen row + a + 1 rows: its estimate of V */
+                            t->v_est = (double)(set->count + set->has_zero) * (double)n / (double)(t->row + a + 1);
                             over = 1;
                             break;
                         }
@@ -885,12 +936,8 @@ static int rf_vocab_task_step(rf_vocab_task *t, rf_vocab_shared *sh, double dead
             }
             if (t->status) break;
             if (over) { /* too large together: start again, one grid at a time */
-                int64_t most = 0;
-                for (int g = lo; g < hi; g++) {
+                for (int g = lo; g < hi; g++)
                     if (t->sets[g].cap > t->start_cap) t->start_cap = t->sets[g].cap;
-                    if (t->sets[g].count + t->sets[g].has_zero > most) most = t->sets[g].count + t->sets[g].has_zero;
-                }
-                t->v_est = (double)most * (double)n / (double)i; /* i rows seen */
                 RF_SPARES_LOCKED
                 {
                     if (sh->fallback_cap == 0) {
@@ -919,21 +966,21 @@ static int rf_vocab_task_step(rf_vocab_task *t, rf_vocab_shared *sh, double dead
         } else if (t->phase == RF_TASK_RANK) {
             for (int g = lo; g < hi; g++) {
                 const int64_t p = t->p0 + g;
-                uint32_t *rank = sh->rank + p * sh->rank_gs;
-                for (int64_t i = t->row; i < stop; i++) {
-                    const uint64_t h = rf_hstore_get(s, rf_hslot(s, i, p));
-                    int64_t r = t->single ? rf_vocab_find(h, t->keys[g], t->dir[g], t->bits[g])
-                                          : rf_hset_rank(&t->sets[g], t->rk[g], h);
+                const uint64_t *h = rf_hstore_block(s, p, t->row, stop, buf, 1);
+                uint32_t *rank = sh->rank + p * sh->rank_gs + t->row;
+                for (int64_t a = 0; a < m; a++) {
+                    const int64_t r = t->single ? rf_vocab_find(h[a], t->keys[g], t->dir[g], t->bits[g])
+                                                : rf_hset_rank(&t->sets[g], t->rk[g], h[a]);
                     if (r < 0) t->status = -3;
-                    rank[i] = (uint32_t)r;
+                    rank[a] = (uint32_t)r;
                 }
             }
             t->row = stop;
             if (t->row == n) rf_task_next_unit(t, sh);
         } else if (t->phase == RF_TASK_HIST) {
-            const int64_t p = t->p0 + t->g;
-            for (int64_t i = t->row; i < stop; i++)
-                t->run_cur[rf_hstore_get(s, rf_hslot(s, i, p)) >> (64 - RF_SORT_TOP_BITS)]++;
+            const uint64_t *h = rf_hstore_block(s, t->p0 + t->g, t->row, stop, buf, 0);
+            int64_t *RF_RESTRICT cur = t->run_cur;
+            for (int64_t a = 0; a < m; a++) cur[h[a] >> (64 - RF_SORT_TOP_BITS)]++;
             t->row = stop;
             if (t->row == n) { /* runs known: the pairs, and scratch for the longest run */
                 int64_t longest = 0;
@@ -943,9 +990,9 @@ static int rf_vocab_task_step(rf_vocab_task *t, rf_vocab_shared *sh, double dead
                     t->run_start[b + 1] = t->run_start[b] + t->run_cur[b];
                     t->run_cur[b] = t->run_start[b];
                 }
-                const size_t m = (size_t)(n > 0 ? n : 1), l = (size_t)(longest > 0 ? longest : 1);
-                t->S = (uint64_t *)rf_spare_take(&sh->spares, m * sizeof(uint64_t), 0);
-                t->R = (uint32_t *)rf_spare_take(&sh->spares, m * sizeof(uint32_t), 0);
+                const size_t mm = (size_t)(n > 0 ? n : 1), l = (size_t)(longest > 0 ? longest : 1);
+                t->S = (uint64_t *)rf_spare_take(&sh->spares, mm * sizeof(uint64_t), 0);
+                t->R = (uint32_t *)rf_spare_take(&sh->spares, mm * sizeof(uint32_t), 0);
                 t->T = (uint64_t *)rf_spare_take(&sh->spares, l * sizeof(uint64_t), 0);
                 t->Q = (uint32_t *)rf_spare_take(&sh->spares, l * sizeof(uint32_t), 0);
                 if (!t->S || !t->R || !t->T || !t->Q) {
@@ -956,14 +1003,14 @@ static int rf_vocab_task_step(rf_vocab_task *t, rf_vocab_shared *sh, double dead
                 t->row = 0;
             }
         } else if (t->phase == RF_TASK_SCATTER) {
-            const int64_t p = t->p0 + t->g;
+            const uint64_t *h = rf_hstore_block(s, t->p0 + t->g, t->row, stop, buf, 0);
             uint64_t *RF_RESTRICT S = t->S;
             uint32_t *RF_RESTRICT R = t->R;
-            for (int64_t i = t->row; i < stop; i++) {
-                const uint64_t h = rf_hstore_get(s, rf_hslot(s, i, p));
-                const int64_t q = t->run_cur[h >> (64 - RF_SORT_TOP_BITS)]++;
-                S[q] = h;
-                R[q] = (uint32_t)i;
+            int64_t *RF_RESTRICT cur = t->run_cur;
+            for (int64_t a = 0; a < m; a++) {
+                const int64_t q = cur[h[a] >> (64 - RF_SORT_TOP_BITS)]++;
+                S[q] = h[a];
+                R[q] = (uint32_t)(t->row + a);
             }
             t->row = stop;
             if (t->row == n) {
