@@ -331,6 +331,67 @@ def test_vocabulary_paths_on_crafted_hashes(layout):
             np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.kernel
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("layout", ["C", "csr"])
+def test_fit_transform_distinct_bins_matches_reference(dtype, layout):
+    # Nearly every row its own bin in every grid: the vocabularies are built
+    # by sorting.  Same CSR and vocabulary as the definition, for any n_jobs.
+    rng = np.random.default_rng(21)
+    X = (rng.uniform(size=(30_000, 20)) * (rng.random((30_000, 20)) < 0.7)).astype(dtype)
+    Xt = np.vstack([X[:500], rng.uniform(size=(500, 20)).astype(dtype)])
+    if layout == "csr":
+        X, Xt = sp.csr_matrix(X), sp.csr_matrix(Xt)
+    first = None
+    for n_jobs in (1, 2, 3):
+        est = RandomBinningFeatures(12, gamma=6.0, random_state=4, n_jobs=n_jobs)
+        Z = est.fit_transform(X)
+        if first is None:
+            Zr, keys, koff = ref.binning_fit_transform(X, est.pitches_, est.offsets_)
+            _assert_csr_equal(Z, Zr)
+            np.testing.assert_array_equal(est.bin_hashes_, keys)
+            np.testing.assert_array_equal(est.grid_offsets_, koff)
+            assert est.n_features_out_ > 0.95 * Z.nnz  # the case meant: bins nearly all distinct
+            first = (Z, est)
+            _assert_csr_equal(est.transform(Xt), ref.binning_transform(Xt, est.pitches_, est.offsets_, keys, koff))
+        else:
+            _assert_csr_equal(Z, first[0])
+            for name in ("bin_hashes_", "grid_offsets_", "_dir", "_dir_offsets", "_dir_bits"):
+                np.testing.assert_array_equal(getattr(est, name), getattr(first[1], name))
+        _assert_csr_equal(clone(est).fit(X).transform(X), Z)
+
+
+@pytest.mark.kernel
+@pytest.mark.parametrize("isa", ["baseline", "avx2", "avx512"])
+def test_vector_paths_hash_huge_bins(isa, tmp_path):
+    # Bin coordinates up to ~2**62 in magnitude, most beyond 2**51 (where the
+    # AVX2 path converts the floor in two exact halves), of both signs.
+    rng = np.random.default_rng(8)
+    d, P = 9, 11
+    X = rng.uniform(-1, 1, size=(600, d)) * np.where(rng.random((600, d)) < 0.7, 4.0e18, 3.0e15)
+    U = np.zeros((d, 16))
+    INV = np.zeros((d, 16))
+    U[:, :P] = rng.uniform(0, 1, size=(d, P))
+    INV[:, :P] = rng.uniform(0.5, 1.1, size=(d, P))
+    assert np.all(np.abs((X[:, :, None] - U[None, :, :P]) * INV[None, :, :P]) <= 2.0**62)
+    np.savez(tmp_path / "in.npz", X=X, U=U, INV=INV)
+    code = (
+        "import numpy as np\nfrom randfeat._ext import _binning_fast\n"
+        f"a = np.load(r'{tmp_path / 'in.npz'}')\n"
+        f"H = _binning_fast.hash_rows_for_test(a['X'], a['U'], a['INV'], {P})\n"
+        f"np.save(r'{tmp_path / 'H.npy'}', H)\n"
+        "print(_binning_fast.vector_isa())\n"
+    )
+    if run_on_vector_path(code, isa) != isa:
+        pytest.skip(f"this CPU has no {isa} path")
+    H = np.load(tmp_path / "H.npy")
+    np.testing.assert_array_equal(H, _binning_fast.hash_rows_for_test(X, U, INV, P))
+    for i in (0, 299, 599):
+        for p in (0, 5, 10):
+            bins = [math.floor((float(X[i, m]) - U[m, p]) * INV[m, p]) for m in range(d)]
+            assert int(H[i, p]) == _py_hash(bins)
+
+
 # ------------------------------------------------------------ transform side
 @pytest.mark.kernel
 def test_unseen_bins_give_no_entry():

@@ -87,10 +87,81 @@ RF_INLINE void rf_hash_row_body RF_HASH_ROW_PARAMS {
     for (int64_t p = 0; p < Ppad; p++) h[p] = rf_fmix64(h[p]);
 }
 
-/* baseline and AVX2 from the generic body; AVX-512 written by hand below */
+/* baseline from the generic body; AVX2 and AVX-512 written by hand below */
 RF_ISA_CLONE(rf_hash_row, baseline, , RF_HASH_ROW_PARAMS, (x, d, Ppad, U, INV, h))
 #if RF_X86_DISPATCH
-RF_ISA_CLONE(rf_hash_row, avx2, RF_TARGET_AVX2, RF_HASH_ROW_PARAMS, (x, d, Ppad, U, INV, h))
+/* AVX2 has neither a 64-bit multiply nor a double -> int64 conversion:
+ *   a * c mod 2^64 = lo(a) lo(c) + ((hi(a) lo(c) + lo(a) hi(c)) << 32), three vpmuludq;
+ *   an integral double f with |f| < 2^51 is f + (2^52 + 2^51) minus that constant's bits, read
+ *   as int64 (the sum's exponent is fixed, its mantissa holds f + 2^51 exactly); a larger one
+ *   (|f| <= 2^62: bins may be that large) is split exactly as f = fh 2^32 + fl with
+ *   fh = floor(f / 2^32), 0 <= fl < 2^32 (a power-of-two scaling, a floor and an exact
+ *   difference), each half converted so.  Same integers as (int64_t)floor(t), bit for bit. */
+RF_TARGET_AVX2 RF_INLINE __m256i rf_mul64_avx2(__m256i a, __m256i c_lo, __m256i c_hi) {
+    const __m256i p0 = _mm256_mul_epu32(a, c_lo);
+    const __m256i p1 = _mm256_mul_epu32(_mm256_srli_epi64(a, 32), c_lo);
+    const __m256i p2 = _mm256_mul_epu32(a, c_hi);
+    return _mm256_add_epi64(p0, _mm256_slli_epi64(_mm256_add_epi64(p1, p2), 32));
+}
+
+RF_TARGET_AVX2 RF_INLINE __m256i rf_small_to_i64_avx2(__m256d f) { /* integral, |f| < 2^51 */
+    const __m256d magic = _mm256_set1_pd(6755399441055744.0); /* 2^52 + 2^51 */
+    return _mm256_sub_epi64(_mm256_castpd_si256(_mm256_add_pd(f, magic)), _mm256_castpd_si256(magic));
+}
+
+RF_TARGET_AVX2 RF_INLINE __m256i rf_floor_i64_avx2(__m256d t) {
+    const __m256d f = _mm256_round_pd(t, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+    const __m256d absf = _mm256_andnot_pd(_mm256_set1_pd(-0.0), f);
+    if (_mm256_movemask_pd(_mm256_cmp_pd(absf, _mm256_set1_pd(2251799813685248.0), _CMP_LT_OQ)) == 0xF)
+        return rf_small_to_i64_avx2(f); /* all four below 2^51: the usual case */
+    const __m256d fh = _mm256_round_pd(_mm256_mul_pd(f, _mm256_set1_pd(1.0 / 4294967296.0)),
+                                       _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+    const __m256d fl = _mm256_sub_pd(f, _mm256_mul_pd(fh, _mm256_set1_pd(4294967296.0)));
+    return _mm256_add_epi64(_mm256_slli_epi64(rf_small_to_i64_avx2(fh), 32), rf_small_to_i64_avx2(fl));
+}
+
+RF_TARGET_AVX2 RF_INLINE __m256i rf_fmix64_avx2(__m256i h) {
+    const __m256i m1l = _mm256_set1_epi64x((long long)RF_FMIX_M1), m1h = _mm256_set1_epi64x((long long)(RF_FMIX_M1 >> 32));
+    const __m256i m2l = _mm256_set1_epi64x((long long)RF_FMIX_M2), m2h = _mm256_set1_epi64x((long long)(RF_FMIX_M2 >> 32));
+    h = _mm256_xor_si256(h, _mm256_srli_epi64(h, 33));
+    h = rf_mul64_avx2(h, m1l, m1h);
+    h = _mm256_xor_si256(h, _mm256_srli_epi64(h, 33));
+    h = rf_mul64_avx2(h, m2l, m2h);
+    return _mm256_xor_si256(h, _mm256_srli_epi64(h, 33));
+}
+
+/* NV <= 4 vectors of 4 grids in registers while m runs over all d dimensions. */
+RF_TARGET_AVX2 RF_INLINE void rf_hash_block_avx2(const double *RF_RESTRICT x, int64_t d, int64_t Ppad,
+                                                 const double *RF_RESTRICT U, const double *RF_RESTRICT INV,
+                                                 uint64_t *RF_RESTRICT h, int64_t p0, const int NV) {
+    __m256i acc[4];
+    const __m256i ml = _mm256_set1_epi64x((long long)RF_BIN_MUL), mh = _mm256_set1_epi64x((long long)(RF_BIN_MUL >> 32));
+    for (int k = 0; k < NV; k++) acc[k] = _mm256_set1_epi64x((long long)RF_BIN_SEED);
+    for (int64_t m = 0; m < d; m++) {
+        const __m256d xm = _mm256_set1_pd(x[m]);
+        const double *u = U + m * Ppad + p0;
+        const double *iv = INV + m * Ppad + p0;
+        for (int k = 0; k < NV; k++) {
+            const __m256d t = _mm256_mul_pd(_mm256_sub_pd(xm, _mm256_loadu_pd(u + 4 * k)), _mm256_loadu_pd(iv + 4 * k));
+            const __m256i v = rf_mul64_avx2(_mm256_add_epi64(acc[k], rf_floor_i64_avx2(t)), ml, mh);
+            acc[k] = _mm256_xor_si256(v, _mm256_srli_epi64(v, RF_BIN_SHIFT));
+        }
+    }
+    for (int k = 0; k < NV; k++) _mm256_storeu_si256((__m256i *)(h + p0 + 4 * k), rf_fmix64_avx2(acc[k]));
+}
+
+RF_TARGET_AVX2 static void rf_hash_row_avx2(const double *RF_RESTRICT x, int64_t d, int64_t Ppad,
+                                            const double *RF_RESTRICT U, const double *RF_RESTRICT INV,
+                                            uint64_t *RF_RESTRICT h) {
+    int64_t p0 = 0;
+    for (; p0 + 16 <= Ppad; p0 += 16) rf_hash_block_avx2(x, d, Ppad, U, INV, h, p0, 4);
+    switch ((Ppad - p0) / 4) { /* Ppad is a multiple of 8: 0 or 8 grids left */
+        case 3: rf_hash_block_avx2(x, d, Ppad, U, INV, h, p0, 3); break;
+        case 2: rf_hash_block_avx2(x, d, Ppad, U, INV, h, p0, 2); break;
+        case 1: rf_hash_block_avx2(x, d, Ppad, U, INV, h, p0, 1); break;
+        default: break;
+    }
+}
 
 /* AVX-512: NV <= 8 vectors of 8 grids stay in registers while m runs over all d
  * dimensions (x[m] broadcast); vcvtpd2qq with round-down does floor and the
@@ -659,20 +730,51 @@ enum { RF_VOCAB_AUTO = 0, RF_VOCAB_SETS = 1, RF_VOCAB_SORT = 2 };
 
 /* A growing array, grown in place (realloc of at least RF_RESERVE_BYTES:
  * glibc serves such blocks with mmap and grows them with mremap, which moves
- * pages instead of copying them), then handed to NumPy without a copy. */
+ * pages instead of copying them), then handed to NumPy without a copy.  The
+ * caller first reserves what the planning sample predicts (rf_growbuf_init),
+ * and the buffer asks for transparent huge pages, as NumPy does for its
+ * large arrays: on all-distinct bins the vocabulary is as large as the CSR,
+ * and grown a grid at a time in 4 KiB pages its first touch cost 78000 page
+ * faults (N = 522000, P = 50).  (Hinting a buffer that mremap later moves
+ * doubled them: the move breaks the 2 MiB alignment.)  If the estimate is
+ * short, it grows by half at least. */
 enum { RF_RESERVE_BYTES = 32 * 1024 * 1024 };
 typedef struct {
     char *data;
     size_t size, capacity;
 } rf_growbuf;
 
+static void rf_advise_huge(char *p, size_t bytes) {
+#if defined(MADV_HUGEPAGE)
+    const uintptr_t huge = (uintptr_t)2 << 20;
+    const uintptr_t a = ((uintptr_t)p + huge - 1) & ~(huge - 1), e = ((uintptr_t)p + bytes) & ~(huge - 1);
+    if (e > a) (void)madvise((void *)a, e - a, MADV_HUGEPAGE); /* only a hint: failure changes nothing */
+#else
+    (void)p;
+    (void)bytes;
+#endif
+}
+
 static int rf_growbuf_reserve(rf_growbuf *b, size_t size) {
-    size_t want = size > (size_t)RF_RESERVE_BYTES ? size : (size_t)RF_RESERVE_BYTES;
-    if (want <= b->capacity) return 0;
+    if (size <= b->capacity) return 0;
+    size_t want = b->capacity + b->capacity / 2;
+    if (want < size) want = size;
+    if (want < (size_t)RF_RESERVE_BYTES) want = (size_t)RF_RESERVE_BYTES;
     char *p = (char *)realloc(b->data, want);
     if (!p) return -1;
     b->data = p;
     b->capacity = want;
+    return 0;
+}
+
+/* An empty buffer of `bytes` (untouched until written), asking for huge pages. */
+static int rf_growbuf_init(rf_growbuf *b, size_t bytes) {
+    if (bytes < (size_t)RF_RESERVE_BYTES) bytes = (size_t)RF_RESERVE_BYTES;
+    b->data = (char *)malloc(bytes);
+    b->size = 0;
+    b->capacity = b->data ? bytes : 0;
+    if (!b->data) return -1;
+    rf_advise_huge(b->data, bytes);
     return 0;
 }
 
@@ -697,6 +799,7 @@ typedef struct rf_vocab_shared {
     struct rf_vocab_task *tasks;
     int64_t n_tasks, head; /* first task not wholly committed */
     int head_q;            /* its grids committed so far */
+    int copying;           /* grids being copied outside the lock */
     rf_growbuf keys, dir;  /* the final arrays */
     int64_t *nkeys;        /* per grid */
     int *bits;             /* per grid */
@@ -796,36 +899,81 @@ static void rf_vocab_task_free(rf_vocab_task *t) {
     }
 }
 
-/* Append the ready grids at the head, in grid order, to the final arrays;
- * their pieces become spares.  Caller holds rf_vocab_commit. */
-static void rf_vocab_commit_locked(rf_vocab_shared *sh) {
-    while (sh->head < sh->n_tasks && !sh->commit_failed) {
-        rf_vocab_task *t = &sh->tasks[sh->head];
-        while (sh->head_q < t->ready) {
-            const int q = sh->head_q;
-            const int64_t p = t->p0 + q;
-            const size_t kb = (size_t)t->nkeys[q] * sizeof(uint64_t);
-            const size_t db = (((size_t)1 << t->bits[q]) + 1) * sizeof(uint32_t);
-            if (rf_growbuf_reserve(&sh->keys, sh->keys.size + kb) != 0 ||
-                rf_growbuf_reserve(&sh->dir, sh->dir.size + db) != 0) {
-                sh->commit_failed = 1;
-                return;
+/* A unit of task t is final (t may be NULL): append the ready grids at the
+ * head, in grid order, to the final arrays; their pieces become spares.
+ * Their places are taken under the lock rf_vocab_commit, but the copies
+ * (megabytes into fresh pages) run outside it, beside other threads' copies
+ * and work.  The arrays grow (and may move) only while no copy is in flight:
+ * a thread that needs them larger waits for the copies to end (rare: they
+ * are reserved from the planning estimate). */
+enum { RF_COMMIT_BATCH = 16 };
+static void rf_vocab_commit(rf_vocab_task *done, rf_vocab_shared *sh) {
+    for (;;) {
+        rf_vocab_task *from[RF_COMMIT_BATCH];
+        int qs[RF_COMMIT_BATCH], n_items = 0, again = 0;
+        char *kto[RF_COMMIT_BATCH], *dto[RF_COMMIT_BATCH];
+        RF_COMMIT_LOCKED
+        {
+            if (done) done->ready = rf_task_hi(done);
+            while (sh->head < sh->n_tasks && !sh->commit_failed) {
+                rf_vocab_task *t = &sh->tasks[sh->head];
+                if (sh->head_q == t->G) {
+                    sh->head++;
+                    sh->head_q = 0;
+                    continue;
+                }
+                if (sh->head_q >= t->ready) break;
+                if (n_items == RF_COMMIT_BATCH) {
+                    again = 1;
+                    break;
+                }
+                const int q = sh->head_q;
+                const size_t kb = (size_t)t->nkeys[q] * sizeof(uint64_t);
+                const size_t db = (((size_t)1 << t->bits[q]) + 1) * sizeof(uint32_t);
+                if (sh->keys.size + kb > sh->keys.capacity || sh->dir.size + db > sh->dir.capacity) {
+                    if (sh->copying > 0 || n_items > 0) { /* copies in flight: grow after them */
+                        again = 1;
+                        break;
+                    }
+                    if (rf_growbuf_reserve(&sh->keys, sh->keys.size + kb) != 0 ||
+                        rf_growbuf_reserve(&sh->dir, sh->dir.size + db) != 0) {
+                        sh->commit_failed = 1;
+                        break;
+                    }
+                }
+                from[n_items] = t;
+                qs[n_items] = q;
+                kto[n_items] = sh->keys.data + sh->keys.size;
+                dto[n_items] = sh->dir.data + sh->dir.size;
+                n_items++;
+                sh->keys.size += kb;
+                sh->dir.size += db;
+                sh->nkeys[t->p0 + q] = t->nkeys[q];
+                sh->bits[t->p0 + q] = t->bits[q];
+                sh->head_q++;
             }
-            memcpy(sh->keys.data + sh->keys.size, t->keys[q], kb);
-            sh->keys.size += kb;
-            memcpy(sh->dir.data + sh->dir.size, t->dir[q], db);
-            sh->dir.size += db;
-            sh->nkeys[p] = t->nkeys[q];
-            sh->bits[p] = t->bits[q];
-            rf_spare_give(&sh->spares, t->keys[q]);
-            t->keys[q] = NULL;
-            rf_spare_give(&sh->spares, t->dir[q]);
-            t->dir[q] = NULL;
-            sh->head_q++;
+            sh->copying += n_items;
         }
-        if (sh->head_q < t->G) break;
-        sh->head++;
-        sh->head_q = 0;
+        done = NULL;
+        for (int k = 0; k < n_items; k++) {
+            rf_vocab_task *t = from[k];
+            const int q = qs[k];
+            memcpy(kto[k], t->keys[q], (size_t)t->nkeys[q] * sizeof(uint64_t));
+            memcpy(dto[k], t->dir[q], (((size_t)1 << t->bits[q]) + 1) * sizeof(uint32_t));
+        }
+        if (n_items > 0) {
+            RF_COMMIT_LOCKED
+            {
+                for (int k = 0; k < n_items; k++) {
+                    rf_spare_give(&sh->spares, from[k]->keys[qs[k]]);
+                    from[k]->keys[qs[k]] = NULL;
+                    rf_spare_give(&sh->spares, from[k]->dir[qs[k]]);
+                    from[k]->dir[qs[k]] = NULL;
+                }
+                sh->copying -= n_items;
+            }
+        }
+        if (!again) return;
     }
 }
 
@@ -849,11 +997,7 @@ static int rf_task_finish_sets(rf_vocab_task *t, rf_vocab_shared *sh) {
  * committed, go on to the next unit. */
 static void rf_task_next_unit(rf_vocab_task *t, rf_vocab_shared *sh) {
     rf_task_drop_unit(t, &sh->spares);
-    RF_COMMIT_LOCKED
-    {
-        t->ready = rf_task_hi(t);
-        rf_vocab_commit_locked(sh);
-    }
+    rf_vocab_commit(t, sh);
     t->row = 0;
     if (t->single && t->g + 1 < t->G) {
         t->g++;
