@@ -1123,8 +1123,10 @@ static int rf_vocab_task_step(rf_vocab_task *t, rf_vocab_shared *sh, double dead
             if (t->row == n) rf_task_next_unit(t, sh);
         } else if (t->phase == RF_TASK_HIST) {
             const uint64_t *h = rf_hstore_block(s, t->p0 + t->g, t->row, stop, buf, 0);
-            int64_t *RF_RESTRICT cur = t->run_cur;
+            int64_t cur[1 << RF_SORT_TOP_BITS];
+            memcpy(cur, t->run_cur, sizeof cur);
             for (int64_t a = 0; a < m; a++) cur[h[a] >> (64 - RF_SORT_TOP_BITS)]++;
+            memcpy(t->run_cur, cur, sizeof cur);
             t->row = stop;
             if (t->row == n) { /* runs known: the pairs, and scratch for the longest run */
                 int64_t longest = 0;
@@ -1150,12 +1152,16 @@ static int rf_vocab_task_step(rf_vocab_task *t, rf_vocab_shared *sh, double dead
             const uint64_t *h = rf_hstore_block(s, t->p0 + t->g, t->row, stop, buf, 0);
             uint64_t *RF_RESTRICT S = t->S;
             uint32_t *RF_RESTRICT R = t->R;
-            int64_t *RF_RESTRICT cur = t->run_cur;
+            int64_t cur[1 << RF_SORT_TOP_BITS]; /* a local copy: no reloads through t */
+            memcpy(cur, t->run_cur, sizeof cur);
+            const uint32_t row0 = (uint32_t)t->row;
             for (int64_t a = 0; a < m; a++) {
-                const int64_t q = cur[h[a] >> (64 - RF_SORT_TOP_BITS)]++;
-                S[q] = h[a];
-                R[q] = (uint32_t)(t->row + a);
+                const uint64_t k = h[a];
+                const int64_t q = cur[k >> (64 - RF_SORT_TOP_BITS)]++;
+                S[q] = k;
+                R[q] = row0 + (uint32_t)a;
             }
+            memcpy(t->run_cur, cur, sizeof cur);
             t->row = stop;
             if (t->row == n) {
                 t->phase = RF_TASK_RUNS;
