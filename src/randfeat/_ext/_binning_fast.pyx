@@ -77,7 +77,6 @@ cdef extern from "randfeat_binning.h" nogil:
                        const uint32_t *dir, const int64_t *doff, const int *bits, int64_t *cols)
     double rf_sample_vocab(const rf_hstore *s, int64_t p, int64_t n)
     int rf_plan_split(const rf_vocab_shared *sh, int G, double v_est)
-    int rf_unit_sorts(const rf_vocab_shared *sh, double v_est)
     int rf_vocab_bits(int64_t V)
     int rf_growbuf_init(rf_growbuf *b, size_t bytes)
     void rf_vocab_task_init(rf_vocab_task *t, int64_t p0, int G, rf_vocab_shared *shared, double v_est)
@@ -443,7 +442,6 @@ def build_vocabularies(indices, data, Py_ssize_t P, int n_threads, bint write_ra
     cdef int mode
     cdef rf_vocab_shared *sh
     cdef int64_t v_keys, est_keys = 0, est_dir = 0
-    cdef bint sorting = False
     if strategy not in _STRATEGIES:
         raise ValueError(f"strategy must be one of {sorted(_STRATEGIES)}, got {strategy!r}")
     mode = _STRATEGIES[strategy]
@@ -484,7 +482,6 @@ def build_vocabularies(indices, data, Py_ssize_t P, int n_threads, bint write_ra
         v_keys = <int64_t>min(<double>n, 1.1 * v + 16)
         est_keys += G * v_keys
         est_dir += G * ((<int64_t>1 << rf_vocab_bits(v_keys)) + 1)
-        sorting = sorting or (rf_plan_split(sh, <int>G, v) and rf_unit_sorts(sh, v))
         if rf_plan_split(sh, <int>G, v):
             for q in range(G):
                 rf_vocab_task_init(&loop.tasks[loop.n_tasks], p0 + q, 1, sh, v)
@@ -493,11 +490,6 @@ def build_vocabularies(indices, data, Py_ssize_t P, int n_threads, bint write_ra
             rf_vocab_task_init(&loop.tasks[loop.n_tasks], p0, <int>G, sh, v)
             loop.n_tasks += 1
     sh.tasks, sh.n_tasks = loop.tasks, loop.n_tasks
-    if sorting:
-        # Each sorting thread cycles blocks of about 20 bytes a row (pairs,
-        # directory): keep them all, so they are reused instead of unmapped
-        # and faulted in again for every grid (it adds nothing to the peak).
-        sh.spares.limit = max(sh.spares.limit, <size_t>(20 * n * max(n_threads, 1)))
     if rf_growbuf_init(&sh.keys, est_keys * sizeof(uint64_t)) != 0 or \
             rf_growbuf_init(&sh.dir, est_dir * sizeof(uint32_t)) != 0:
         raise MemoryError("not enough memory for the binning vocabulary")

@@ -767,14 +767,16 @@ static int rf_growbuf_reserve(rf_growbuf *b, size_t size) {
     return 0;
 }
 
-/* An empty buffer of `bytes` (untouched until written), asking for huge pages. */
+/* An empty buffer for an expected `bytes` (untouched until written).  A large
+ * one asks for huge pages over what it expects to fill (2 MiB pages round
+ * the resident size up: not worth it below RF_RESERVE_BYTES). */
 static int rf_growbuf_init(rf_growbuf *b, size_t bytes) {
-    if (bytes < (size_t)RF_RESERVE_BYTES) bytes = (size_t)RF_RESERVE_BYTES;
-    b->data = (char *)malloc(bytes);
+    const size_t cap = bytes < (size_t)RF_RESERVE_BYTES ? (size_t)RF_RESERVE_BYTES : bytes;
+    b->data = (char *)malloc(cap);
     b->size = 0;
-    b->capacity = b->data ? bytes : 0;
+    b->capacity = b->data ? cap : 0;
     if (!b->data) return -1;
-    rf_advise_huge(b->data, bytes);
+    if (bytes >= (size_t)RF_RESERVE_BYTES) rf_advise_huge(b->data, bytes);
     return 0;
 }
 
