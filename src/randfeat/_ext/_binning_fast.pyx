@@ -8,8 +8,8 @@ of grids for the vocabulary); every row and every grid is computed
 independently of the others, so the result is bit-identical for any thread
 count and any schedule.  Every loop runs on ``_openmp.ChunkLoop``, which
 checks for Ctrl-C between slabs of work (``KeyboardInterrupt``; the caller
-drops its half-written arrays, and no memory is kept).  The arithmetic and
-the hash are defined in _csrc/randfeat_binning.h.
+drops its half-written arrays, and no memory is kept).  The arithmetic, the
+hash and the vocabulary build are defined in _ext/include/randfeat_binning.h.
 
 Operands: the input rows X (a dense array of any strides, or a CSR matrix
 with int32 or int64 indices: a ``RowSource``), the fitted grids (``Grids``)
@@ -17,7 +17,10 @@ and the fitted vocabulary (``Vocabulary``).  During fit the N × P hashes are
 kept inside the output CSR's own buffers (``indices``, ``data``): in the
 8-byte one if there is one (float64 data, or int64 indices), else split in
 two 32-bit halves across int32 indices (low) and float32 data (high).  A fit
-without features passes a uint64 ``data`` array instead.
+without features passes a uint64 ``data`` array instead.  The fit lays them
+out grid-major (each grid's N hashes contiguous); fit_transform's vocabulary
+build then leaves each row's rank in ``data`` (inside its grid's hash slots),
+and ``finish_training_csr`` turns the ranks into the row-major CSR.
 """
 
 from cpython.exc cimport PyErr_CheckSignals
@@ -25,7 +28,7 @@ from cython cimport floating
 from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
 from cython.view cimport array as cvarray
 from libc.stdlib cimport calloc, free, malloc, realloc
-from libc.string cimport memcpy, memset
+from libc.string cimport memset
 
 import numpy as np
 import scipy.sparse as sp

@@ -677,8 +677,9 @@ static double rf_sample_vocab(const rf_hstore *s, int64_t p, int64_t n) {
  * grids together with hash sets (one pass over the rows for the group: a
  * grouped task), or one grid at a time, with a hash set or by sorting.
  * The Cython layer plans the tasks from a sample of each group's first grid
- * (rf_sample_vocab): a group whose sets would outgrow `budget` becomes G
- * one-grid tasks, which the threads then share grid by grid.
+ * (rf_sample_vocab, rf_plan_split): a group with enough bins to sort, or
+ * whose sets would outgrow `budget`, becomes G one-grid tasks, which the
+ * threads then share grid by grid.
  *
  * A task is resumable: rf_vocab_task_step works until a deadline and returns,
  * keeping its state, so the caller can check for Ctrl-C between slabs of
