@@ -515,7 +515,8 @@ static inline int64_t rf_hset_rank(const rf_hset *t, const uint32_t *rk, uint64_
  * distinct keys (in place, over the sorted keys) and each row's rank (the
  * number of distinct keys before it).  Hashes are uniform, so every digit
  * splits evenly; repeated bins only make runs of equal keys, which the
- * radix passes skip.  Memory: 12 bytes a row, plus the largest run twice. */
+ * radix passes skip.  Memory: 12 bytes a row, and 12 more per pair of the
+ * longest run. */
 enum { RF_SORT_SMALL = 16, RF_SORT_MAX_DIGIT = 12, RF_SORT_TOP_BITS = 8 };
 
 /* Insertion sort of the pairs by key; cheap when they are nearly sorted. */
