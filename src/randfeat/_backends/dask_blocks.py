@@ -81,9 +81,6 @@ def make_block(features, Xb, yb, wb, targets, n_jobs):
 
     Xb is a block of ``dask_input.row_blocks``'s X: validated there.
     """
-    from sklearn.utils.validation import check_array
-
-    Xb = check_array(Xb, accept_sparse="csr", dtype=[np.float64, np.float32], ensure_min_samples=0)
     Yb = targets.encode_block(yb)
     if wb is not None:
         wb = np.asarray(wb, dtype=np.float64)
@@ -171,16 +168,63 @@ class BlockStore:
         return {i: fn(b, *args) for i, b in self.blocks.items()}
 
 
-def _collect(futures):
-    """The results of the stores' calls; ``LostBlocks`` if a store's worker cannot be reached."""
+def loss(exc):
+    """``exc`` as ``LostBlocks`` if it says a store's worker is unreachable (closed, lost, restarted), else None."""
+    if isinstance(exc, LostBlocks):
+        return exc
+    # distributed's actors: CommClosedError and "Unable to contact Actor's worker" (OSErrors), or
+    # "Worker holding Actor was lost" (a RuntimeError) once the scheduler knows.
+    if isinstance(exc, OSError) or (type(exc) is RuntimeError and "Actor was lost" in str(exc)):
+        return LostBlocks(f"a worker holding row blocks was lost ({type(exc).__name__}: {exc})")
+    return None
+
+
+def _start(stores, reduce, fn, args):
+    """Start ``fn`` on every store's blocks (their subtree sums if ``reduce``, else each block's value)."""
+    try:
+        return [store.reduce(fn, *args) if reduce else store.each(fn, *args) for store in stores]
+    except Exception as exc:
+        lost = loss(exc)
+        if lost is None:
+            raise
+        raise lost from exc
+
+
+#: Seconds between checks, while waiting for a store, that its worker is still there.
+POLL_SECONDS = 1.0
+
+
+def _watch(stores):
+    """Futures of the stores' actors: their status says when the scheduler has lost one."""
+    if not stores:
+        return []
+    import distributed
+
+    return [distributed.Future(store.key) for store in stores]
+
+
+def _collect(futures, watch):
+    """The merged results of the stores' calls (``_start``); ``LostBlocks`` if a store's worker was lost.
+
+    A call to an actor whose worker died may never answer (distributed
+    waits for the actor's own future, which then fails): the wait checks
+    ``watch`` every ``POLL_SECONDS``.
+    """
     out = {}
     for f in futures:
-        try:
-            out.update(f.result())
-        except (OSError, RuntimeError) as exc:  # unreachable worker, or "Worker holding Actor was lost"
-            if isinstance(exc, LostBlocks) or not isinstance(exc, RuntimeError) or "lost" in str(exc):
-                raise LostBlocks(f"a worker holding row blocks was lost ({type(exc).__name__}: {exc})") from exc
-            raise
+        while True:
+            try:
+                out.update(f.result(timeout=POLL_SECONDS))
+                break
+            except TimeoutError:  # (an OSError: caught first)
+                gone = [w.key for w in watch if w.status in ("error", "cancelled", "lost")]
+                if gone:
+                    raise LostBlocks(f"a worker holding row blocks was lost (its store {gone[0]!r} failed)") from None
+            except Exception as exc:
+                lost = loss(exc)
+                if lost is None:
+                    raise
+                raise lost from exc
     return out
 
 
@@ -211,6 +255,7 @@ class BlockedProducts(FeatureOperator):
 
     def __init__(self, local, stores, n_blocks, n_features, n_jobs):
         self._local, self._stores = local, list(stores)
+        self._watch = _watch(self._stores)
         self._tree = ReductionTree(n_blocks)
         self._subtrees = self._tree.covering(set(local))
         shapes = self.each(_b_shape)
@@ -231,9 +276,9 @@ class BlockedProducts(FeatureOperator):
 
     def each(self, fn, *args):
         """Return {index: fn(block, *args)} over every block."""
-        futures = [store.each(fn, *args) for store in self._stores]
+        futures = _start(self._stores, False, fn, args)
         out = {i: fn(b, *args) for i, b in self._local.items()}
-        out.update(_collect(futures))
+        out.update(_collect(futures, self._watch))
         return out
 
     def reduce(self, fn, *args):
@@ -243,9 +288,9 @@ class BlockedProducts(FeatureOperator):
         """
         if FAULT_HOOK is not None:
             FAULT_HOOK(fn)
-        futures = [store.reduce(fn, *args) for store in self._stores]
+        futures = _start(self._stores, True, fn, args)
         known = subtree_sums(self._subtrees, self._local, fn, args)
-        known.update(_collect(futures))
+        known.update(_collect(futures, self._watch))
         return self._tree.evaluate(self._tree.root, None, _add, known)
 
     def _check(self, w):

@@ -22,12 +22,15 @@ a second loss raises a ``RuntimeError`` saying what happened.
 
 import dataclasses
 import threading
+import traceback
 import uuid
 import warnings
 
 from .._solvers import plan
 from .._solvers.cg_path import CGResult
+from . import dask_blocks
 from .dask_blocks import BlockStore, LostBlocks, make_block, solve_blocks
+from .dask_input import fresh
 from .tree import current_client, to_workers
 
 LOST_TWICE = (
@@ -42,7 +45,8 @@ def _lost_worker(exc):
     import distributed
     from distributed.client import FutureCancelledError, FuturesCancelledError
 
-    return isinstance(exc, (LostBlocks, distributed.KilledWorker, FutureCancelledError, FuturesCancelledError, OSError))
+    return dask_blocks.loss(exc) is not None or isinstance(
+        exc, (distributed.KilledWorker, FutureCancelledError, FuturesCancelledError))
 
 
 def _describe(exc):
@@ -86,9 +90,9 @@ def _block_tasks(settings, X, y, w, features, targets):
     import dask
 
     make = dask.delayed(make_block, pure=False)
-    Xd = X.to_delayed().ravel()
-    yd = y.to_delayed().ravel()
-    wd = [None] * len(Xd) if w is None else w.to_delayed().ravel()
+    Xd = fresh(X).to_delayed().ravel()
+    yd = fresh(y).to_delayed().ravel()
+    wd = [None] * len(Xd) if w is None else fresh(w).to_delayed().ravel()
     shared = to_workers(features)
     return [make(shared, xb, yb, wb, targets, settings.n_jobs)
             for n_rows, xb, yb, wb in zip(X.chunks[0], Xd, yd, wd) if n_rows]
@@ -138,8 +142,8 @@ def _solve_on_cluster(client, settings, X, y, w, features, targets, D):
             if relay is not None:
                 relay.finish(messages)
     finally:
-        for f in futures + held:
-            f.release()
+        # Forced: the root's handles to the stores (its worker's client) must not keep them, and their blocks, alive.
+        client.cancel(futures + held, force=True)
     for category, message in caught:
         warnings.warn(message, category, stacklevel=5)
     return CGResult(*fields), dtype
@@ -162,7 +166,14 @@ def _root_task(settings, topic, n_blocks, n_features, indices, stores, *blocks):
     settings = dataclasses.replace(settings, log=None if topic is None else log)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        result, dtype = solve_blocks(settings, dict(zip(indices, blocks)), stores, n_blocks, n_features)
+        try:
+            result, dtype = solve_blocks(settings, dict(zip(indices, blocks)), stores, n_blocks, n_features)
+        except Exception as exc:
+            # The worker keeps a failed task's traceback: let its frames hold no blocks or actors.
+            for e in (exc, exc.__cause__, exc.__context__):
+                if e is not None:
+                    traceback.clear_frames(e.__traceback__)
+            raise
     fields = (result.coef, result.intercept, result.n_iter, result.residual, result.preconditioner,
               result.nystrom_rank)  # CGResult's extra fields do not survive pickling as a tuple subclass
     return fields, dtype, [(w.category, str(w.message)) for w in caught], messages
