@@ -194,15 +194,6 @@ def _start(stores, reduce, fn, args):
 POLL_SECONDS = 1.0
 
 
-def _watch(stores):
-    """Futures of the stores' actors: their status says when the scheduler has lost one."""
-    if not stores:
-        return []
-    import distributed
-
-    return [distributed.Future(store.key) for store in stores]
-
-
 def _collect(futures, watch):
     """The merged results of the stores' calls (``_start``); ``LostBlocks`` if a store's worker was lost.
 
@@ -241,6 +232,8 @@ class BlockedProducts(FeatureOperator):
     n_features : int
     n_jobs : int or None
         Threads of the D × K algebra run here.
+    watch : list of distributed.Future
+        The stores' own futures: their status says when the scheduler has lost one.
 
     Attributes
     ----------
@@ -253,9 +246,8 @@ class BlockedProducts(FeatureOperator):
 
     capabilities = frozenset(Capability)
 
-    def __init__(self, local, stores, n_blocks, n_features, n_jobs):
-        self._local, self._stores = local, list(stores)
-        self._watch = _watch(self._stores)
+    def __init__(self, local, stores, n_blocks, n_features, n_jobs, watch=()):
+        self._local, self._stores, self._watch = local, list(stores), list(watch)
         self._tree = ReductionTree(n_blocks)
         self._subtrees = self._tree.covering(set(local))
         shapes = self.each(_b_shape)
@@ -368,7 +360,7 @@ class BlockedNormalOperator(NormalOperator):
         return B, ybar
 
 
-def solve_blocks(settings, local, stores, n_blocks, n_features):
+def solve_blocks(settings, local, stores, n_blocks, n_features, watch=()):
     """Ridge by CG on blocks held here (``local``) and by ``stores``; return (CGResult, Z's dtype).
 
     Parameters
@@ -377,8 +369,10 @@ def solve_blocks(settings, local, stores, n_blocks, n_features):
     local : dict of int to CGBlock
     stores : list of distributed.Actor
     n_blocks, n_features : int
+    watch : list of distributed.Future
+        The stores' futures (``BlockedProducts``).
     """
-    ops = BlockedProducts(local, stores, n_blocks, n_features, settings.n_jobs)
+    ops = BlockedProducts(local, stores, n_blocks, n_features, settings.n_jobs, watch)
     normal = BlockedNormalOperator(ops, settings.fit_intercept)
     if normal.weight_sum <= 0:
         raise ValueError("sample_weight is zero for every sample, so no sample counts in the fit; "

@@ -153,9 +153,20 @@ def _root_task(settings, topic, n_blocks, n_features, indices, stores, *blocks):
     """The solve on the root worker; returns (CGResult fields, Z's dtype, warnings, log messages)."""
     import distributed
 
-    # The solve mostly waits for the stores: leave the worker's thread pool, so
-    # that a lost store's blocks can be recomputed here meanwhile (no deadlock).
+    # A long task that mostly waits for the stores: out of the worker's thread
+    # pool, as distributed asks of long-running tasks.
     distributed.secede()
+    try:
+        return _root_solve(distributed, settings, topic, n_blocks, n_features, indices, stores, blocks)
+    except Exception as exc:
+        # The worker keeps a failed task's traceback: let its frames hold no blocks or actors.
+        for e in (exc, exc.__cause__, exc.__context__):
+            if e is not None:
+                traceback.clear_frames(e.__traceback__)
+        raise
+
+
+def _root_solve(distributed, settings, topic, n_blocks, n_features, indices, stores, blocks):
     worker = distributed.get_worker()
     messages = []
 
@@ -164,16 +175,10 @@ def _root_task(settings, topic, n_blocks, n_features, indices, stores, *blocks):
         worker.log_event(topic, [len(messages) - 1, msg])
 
     settings = dataclasses.replace(settings, log=None if topic is None else log)
+    watch = [distributed.Future(store.key) for store in stores]  # the scheduler's word on each store
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        try:
-            result, dtype = solve_blocks(settings, dict(zip(indices, blocks)), stores, n_blocks, n_features)
-        except Exception as exc:
-            # The worker keeps a failed task's traceback: let its frames hold no blocks or actors.
-            for e in (exc, exc.__cause__, exc.__context__):
-                if e is not None:
-                    traceback.clear_frames(e.__traceback__)
-            raise
+        result, dtype = solve_blocks(settings, dict(zip(indices, blocks)), stores, n_blocks, n_features, watch)
     fields = (result.coef, result.intercept, result.n_iter, result.residual, result.preconditioner,
               result.nystrom_rank)  # CGResult's extra fields do not survive pickling as a tuple subclass
     return fields, dtype, [(w.category, str(w.message)) for w in caught], messages
