@@ -28,8 +28,7 @@ import warnings
 
 from .._solvers import plan
 from .._solvers.cg_path import CGResult
-from . import dask_blocks
-from .dask_blocks import BlockStore, LostBlocks, make_block, solve_blocks
+from .dask_blocks import BlockStore, LostBlocks, loss, make_block, solve_blocks
 from .dask_input import fresh
 from .tree import current_client, to_workers
 
@@ -45,7 +44,7 @@ def _lost_worker(exc):
     import distributed
     from distributed.client import FutureCancelledError, FuturesCancelledError
 
-    return dask_blocks.loss(exc) is not None or isinstance(
+    return loss(exc) is not None or isinstance(
         exc, (distributed.KilledWorker, FutureCancelledError, FuturesCancelledError))
 
 
@@ -122,6 +121,8 @@ def _solve_on_cluster(client, settings, X, y, w, features, targets, D):
         where = client.who_has(futures)
         by_worker = {}
         for i, f in enumerate(futures):
+            if not where[f.key]:
+                raise LostBlocks("a row block was lost before the solve started")
             by_worker.setdefault(sorted(where[f.key])[0], []).append(i)
         # The root holds the most rows (ties: the first blocks), so the fewest rows' products cross the network.
         ranked = sorted(by_worker, key=lambda a: (-sum(X.chunks[0][i] for i in by_worker[a]), by_worker[a][0]))
