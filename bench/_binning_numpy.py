@@ -6,7 +6,13 @@ run), as fast as plain NumPy allows: rows in chunks, the floor of one
 dimension for all grids of a chunk at once (a chunk x P slab, never
 N x d x P), the running 64-bit hash updated in place, then per grid
 ``np.unique`` (sorted distinct hashes = the vocabulary, column = rank) and
-``np.searchsorted`` for the lookup.
+``np.searchsorted`` for the lookup.  For the training rows themselves
+(``fit_transform``) there is a second way, ``np.unique(...,
+return_inverse=True)``, whose inverse *is* the column: one argsort per grid
+instead of a sort and N binary searches.  Which is faster depends on the
+data (the binary searches are cheap in a small vocabulary and a cache miss
+each in a large one: 350 vs 40 ms a grid at N = 522000 distinct bins), so
+bench/binning.py times both and compares randfeat with the faster.
 
 Parameters are passed explicitly (``pitches``, ``offsets`` of shape
 (P, d)) so the caller can take them from a fitted ``RandomBinningFeatures``.
@@ -106,11 +112,40 @@ def features_from_hashes(H, keys, offsets, dtype=np.float64):
     return sp.csr_matrix((data, indices, indptr), shape=(n, int(offsets[-1])))
 
 
-def binning_fit_transform(X, pitches, offsets):
+def training_features(H, dtype=np.float64, method="searchsorted"):
+    """Vocabulary and features of the training rows from their hashes H (N, P): (Z, keys, offsets).
+
+    ``method``: 'searchsorted' (``fit_vocabulary`` then ``features_from_hashes``)
+    or 'inverse' (per grid ``np.unique(return_inverse=True)``: its inverse is the column).
+    """
+    if method == "searchsorted":
+        keys, koff = fit_vocabulary(H)
+        return features_from_hashes(H, keys, koff, dtype=dtype), keys, koff
+    if method != "inverse":
+        raise ValueError(f"unknown method {method!r}")
+    n, P = H.shape
+    index_dtype = np.int32 if n * P < 2**31 else np.int64
+    indices = np.empty((n, P), dtype=index_dtype)
+    per_grid = []
+    start = 0
+    for p in range(P):
+        k, inv = np.unique(H[:, p], return_inverse=True)
+        indices[:, p] = inv + start
+        start += len(k)
+        per_grid.append(k)
+    offsets = np.zeros(P + 1, dtype=np.int64)
+    np.cumsum([len(k) for k in per_grid], out=offsets[1:])
+    if start >= 2**31 and index_dtype == np.int32:  # pragma: no cover - columns only fit int64
+        indices = indices.astype(np.int64)
+    indptr = np.arange(0, n * P + 1, P, dtype=indices.dtype)
+    data = np.full(n * P, 1.0 / np.sqrt(P), dtype=dtype)
+    Z = sp.csr_matrix((data, indices.ravel(), indptr), shape=(n, start))
+    return Z, np.concatenate(per_grid), offsets
+
+
+def binning_fit_transform(X, pitches, offsets, method="searchsorted"):
     """Vocabulary and training features: returns (Z, keys, offsets)."""
-    H = hash_bins(X, pitches, offsets)
-    keys, koff = fit_vocabulary(H)
-    return features_from_hashes(H, keys, koff, dtype=X.dtype), keys, koff
+    return training_features(hash_bins(X, pitches, offsets), X.dtype, method)
 
 
 def binning_transform(X, pitches, offsets, keys, koff):

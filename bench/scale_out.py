@@ -11,16 +11,20 @@ the in-memory baseline's copy of X) and each worker's peak RSS during the fit
 per-block statistics time (measured on one block in this process), and the
 coefficients' largest relative difference from the in-memory fit.
 
-Then Binning+LS by CG (``Ridge(features=RandomBinningFeatures(50))``,
-features made and kept on the workers): seconds per CG iteration, in
-memory and on the LocalCluster, from two fits with different ``max_iter``
-(so the feature set-up cancels).
+Then Binning+LS by CG (``Ridge(features=RandomBinningFeatures(30))``, one
+target, features made and kept on the workers, the CG iteration on a
+worker): seconds per CG iteration, in memory (all cores) and on a
+LocalCluster (one thread per worker process), each from two fits with
+different ``max_iter`` (so the set-up cancels); the two alternate, in
+turn first, several times, and the table gives medians and the median of
+the same-run ratios (issue 27's bar: at most 1.5 on two workers).
 
 Usage (a single command; ``--quick`` takes well under a minute)::
 
     python bench/scale_out.py --quick            # N=200,000, D=500
     python bench/scale_out.py                    # N=2,000,000, D=1000 (issue 13's size)
     python bench/scale_out.py --quick --out bench/results/scale_out_quick.json
+    python bench/scale_out.py --rows 0 --workers 2 --binning-rows 400000 --repeats 7   # the CG table only
 
 Total CPU time is the bar of issue 13 (at most 1.3x the in-memory fit's);
 wall time on a shared 2-core machine mostly says how loaded it was.
@@ -119,12 +123,12 @@ def run_in_memory(X, y, D):
 
 def block_cost(X, y, D, chunk_rows):
     """Seconds for one block's statistics, the merge of two, and the client's solve (the cost model's terms)."""
+    from randfeat._solvers import plan
     from randfeat._solvers.stats import RidgeStatistics
 
-    est = _estimator(D, n_jobs=1)
-    features = est.features.fit(X[:chunk_rows])
+    features = _estimator(D, n_jobs=1).features.fit(X[:chunk_rows])
     t0 = time.perf_counter()
-    s = est._block_statistics(features, X[:chunk_rows], y[:chunk_rows, None], None, D)
+    s = plan.block_statistics(features, X[:chunk_rows], y[:chunk_rows, None], None, True, 1)
     t_block = time.perf_counter() - t0
     t0 = time.perf_counter()
     m = s.merge(s)
@@ -134,32 +138,31 @@ def block_cost(X, y, D, chunk_rows):
     return {"block_s": t_block, "merge_s": t_merge, "solve_s": time.perf_counter() - t0}
 
 
-def _binning_ridge(max_iter, n_jobs):
+def _binning_ridge(max_iter, n_jobs, grids):
     from randfeat import RandomBinningFeatures, Ridge
 
     return Ridge(alpha=1.0, solver="cg", tol=1e-12, max_iter=max_iter, n_jobs=n_jobs,
-                 features=RandomBinningFeatures(50, gamma=0.05, random_state=0, n_jobs=n_jobs))
+                 features=RandomBinningFeatures(grids, gamma=0.05, random_state=0, n_jobs=n_jobs))
 
 
-def _per_iteration(fit, iters=(5, 40)):
+def _per_iteration(fit, iters=(5, 45)):
     """Seconds per CG iteration: the difference of two fits with different max_iter (set-up cancels)."""
     import warnings
 
     from sklearn.exceptions import ConvergenceWarning
 
     times = []
-    for m in (iters[0],) + tuple(iters):  # the first fit warms up (imports, pools) and is not reported
+    for m in iters:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             t0 = time.perf_counter()
             fit(m)
             times.append(time.perf_counter() - t0)
-    times = times[1:]
     return (times[1] - times[0]) / (iters[1] - iters[0]), times[0]
 
 
-def binning_cg_iteration(N, chunk_rows, workers):
-    """Binning+LS (P=50 grids) time per CG iteration: in memory vs a LocalCluster, alternating."""
+def binning_cg_iteration(N, grids, chunk_rows, workers, repeats):
+    """Binning+LS time per CG iteration: in memory vs a LocalCluster, alternating; medians and same-run ratios."""
     import dask
     import dask.array as da
     import distributed
@@ -170,8 +173,6 @@ def binning_cg_iteration(N, chunk_rows, workers):
     y = (np.sin(X[:, 0]) + X[:, 1] * X[:, 2]).astype(np.float64)
     rows = []
     for w in workers:
-        per_it, setup = _per_iteration(lambda m: _binning_ridge(m, None).fit(X, y))
-        rows.append({"config": "in-memory", "per_iteration_s": per_it, "fit_5_iterations_s": setup})
         with distributed.LocalCluster(n_workers=w, threads_per_worker=1, processes=True,
                                       dashboard_address=None) as cluster, distributed.Client(cluster) as client:
             # The same rows, made by the same generator on the workers.
@@ -179,31 +180,29 @@ def binning_cg_iteration(N, chunk_rows, workers):
             yc = client.persist((da.sin(Xc[:, 0]) + Xc[:, 1] * Xc[:, 2]).astype(np.float64))
             Xc = client.persist(Xc)
             distributed.wait([Xc, yc])
-            per_it, setup = _per_iteration(lambda m: _binning_ridge(m, 1).fit(Xc, yc))
-        rows.append({"config": f"LocalCluster {w} worker(s)", "per_iteration_s": per_it,
-                     "fit_5_iterations_s": setup})
-    print(f"Binning+LS by CG, N={N:,} x 54 float32, 50 grids, one target, blocks of {chunk_rows:,} rows")
-    print(f"{'config':32s} {'s / CG iteration':>16s} {'fit, 5 iterations (s)':>22s}")
+            fits = {"in-memory": lambda m: _binning_ridge(m, None, grids).fit(X, y),
+                    "cluster": lambda m: _binning_ridge(m, 1, grids).fit(Xc, yc)}
+            for fit in fits.values():  # warm-up (imports, pools, the workers' first fits), not reported
+                fit(5)
+            runs = {name: [] for name in fits}
+            for r in range(repeats):
+                for name in (("in-memory", "cluster") if r % 2 == 0 else ("cluster", "in-memory")):
+                    runs[name].append(_per_iteration(fits[name]))
+        mem, dsk = (np.array([t for t, _ in runs[k]]) for k in ("in-memory", "cluster"))
+        rows.append({"workers": w, "in_memory_s": float(np.median(mem)), "cluster_s": float(np.median(dsk)),
+                     "ratio_median": float(np.median(dsk / mem)), "ratios": (dsk / mem).round(3).tolist(),
+                     "fit_5_iterations_s": {k: float(np.median([f for _, f in v])) for k, v in runs.items()}})
+    print(f"Binning+LS by CG, N={N:,} x 54 float32, {grids} grids, one target, blocks of {chunk_rows:,} rows; "
+          f"{repeats} alternating runs, medians (machine possibly shared)")
+    print(f"{'LocalCluster':14s} {'in memory s/it':>15s} {'cluster s/it':>13s} {'ratio (same run)':>17s}  ratios")
     for r in rows:
-        print(f"{r['config']:32s} {r['per_iteration_s']:16.4f} {r['fit_5_iterations_s']:22.2f}")
+        print(f"{r['workers']:2d} worker(s)   {r['in_memory_s']:15.4f} {r['cluster_s']:13.4f} "
+              f"{r['ratio_median']:17.2f}  {r['ratios']}")
     return rows
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="N=200,000 rows, D=500 (under a minute)")
-    parser.add_argument("--rows", type=int, help="rows (default 2,000,000; --quick 200,000)")
-    parser.add_argument("--features", type=int, help="D (default 1000; --quick 500)")
-    parser.add_argument("--workers", default="1,2", help="worker counts to run, comma-separated")
-    parser.add_argument("--out", help="write the results as JSON here")
-    parser.add_argument("--binning-rows", type=int,
-                        help="rows of the Binning+LS CG-iteration table (default 1,000,000; --quick 100,000; 0 skips)")
-    args = parser.parse_args(argv)
-    N = args.rows or (200_000 if args.quick else 2_000_000)
-    D = args.features or (500 if args.quick else 1000)
-    chunk_rows = 50_000 if args.quick else 250_000
-    workers = [int(w) for w in args.workers.split(",")]
-
+def fourier_table(N, D, chunk_rows, workers):
+    """The Fourier ridge fit on the LocalClusters against the in-memory fit (the first table)."""
     import dask
 
     # The in-memory baseline fits the same rows, made by the same generator.
@@ -239,12 +238,33 @@ def main(argv=None):
         t = (-(-blocks // W)) * cost["block_s"] + np.ceil(np.log2(blocks)) * cost["merge_s"] + cost["solve_s"]
         print(f"PROJECTION (not measured): {W} workers, {n_rows:,} rows in {blocks} blocks: "
               f"~{t:.0f} s wall, ignoring network and scheduler overhead")
-    n_binning = args.binning_rows if args.binning_rows is not None else (100_000 if args.quick else 1_000_000)
-    binning = binning_cg_iteration(n_binning, chunk_rows, workers) if n_binning else []
+    return {"n_blocks": n_blocks, "rows": rows, "cost": cost}
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="N=200,000 rows, D=500 (under a minute)")
+    parser.add_argument("--rows", type=int, help="rows (default 2,000,000; --quick 200,000; 0 skips the table)")
+    parser.add_argument("--features", type=int, help="D (default 1000; --quick 500)")
+    parser.add_argument("--workers", default="1,2", help="worker counts to run, comma-separated")
+    parser.add_argument("--out", help="write the results as JSON here")
+    parser.add_argument("--binning-rows", type=int,
+                        help="rows of the Binning+LS CG-iteration table (default 400,000; --quick 100,000; 0 skips)")
+    parser.add_argument("--grids", type=int, default=30, help="binning grids of the CG-iteration table")
+    parser.add_argument("--repeats", type=int, default=5, help="alternating runs of the CG-iteration table")
+    args = parser.parse_args(argv)
+    N = args.rows or (200_000 if args.quick else 2_000_000)
+    D = args.features or (500 if args.quick else 1000)
+    chunk_rows = 50_000 if args.quick else 250_000
+    workers = [int(w) for w in args.workers.split(",")]
+    out = {"N": N, "D": D, "chunk_rows": chunk_rows}
+    if args.rows != 0:  # --rows 0: only the CG-iteration table
+        out.update(fourier_table(N, D, chunk_rows, workers))
+    n_binning = args.binning_rows if args.binning_rows is not None else (100_000 if args.quick else 400_000)
+    binning = binning_cg_iteration(n_binning, args.grids, 50_000, workers, args.repeats) if n_binning else []
     if args.out:
         with open(args.out, "w") as f:
-            json.dump({"N": N, "D": D, "chunk_rows": chunk_rows, "n_blocks": n_blocks, "rows": rows,
-                       "cost": cost, "binning_cg": binning}, f, indent=1)
+            json.dump({**out, "binning_cg": binning}, f, indent=1)
     return 0
 
 

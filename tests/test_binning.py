@@ -241,10 +241,12 @@ def test_vocabulary_same_with_fallback_and_reused_blocks():
         for n_threads in (1, 2):
             for ranks in (False, True):
                 indices, data = np.empty(n * P, dtype=np.int64), np.empty(n * P, dtype=np.float64)
-                _binning_fast.hash_rows(X, grids, indices, data, n_threads)
+                _binning_fast.hash_rows(X, grids, indices, data, n_threads, grid_major=True)
                 vocab = _binning_fast.build_vocabularies(indices, data, P, n_threads, write_ranks=ranks,
-                                                         group_budget=budget)
-                runs[budget, n_threads, ranks] = (vocab, indices.copy() if ranks else None)
+                                                         group_budget=budget, grid_major=True)
+                # ranks: grid p's at data (as uint32)[2*n*p : 2*n*p + n]
+                rank_store = data.view(np.uint32).reshape(P, 2 * n)[:, :n]
+                runs[budget, n_threads, ranks] = (vocab, rank_store.copy() if ranks else None)
     assert np.diff(runs[0, 1, False][0][1]).min() > 16_384  # tables of 256 KiB and more
     ref_vocab, ref_ranks = runs[0, 1, True]
     for (vocab, ranks) in runs.values():
@@ -252,6 +254,143 @@ def test_vocabulary_same_with_fallback_and_reused_blocks():
             np.testing.assert_array_equal(a, b)
         if ranks is not None:
             np.testing.assert_array_equal(ranks, ref_ranks)
+
+
+def _crafted_hashes(n, seed=0):
+    """(P, n) uint64 hashes, one hard case per grid, for the vocabulary kernels."""
+    rng = np.random.default_rng(seed)
+    u64 = lambda size: rng.integers(0, 2**64, size=size, dtype=np.uint64)  # noqa: E731
+    top = np.uint64(0xFFFFFF0000000000)
+    grids = [
+        u64(n),  # about one bin per row (sorting)
+        rng.choice(np.append(u64(49), np.uint64(0)), size=n),  # 50 bins, hash 0 among them
+        # three clusters sharing their top 24 bits: long runs, recursion on lower digits
+        (rng.choice(u64(3), size=n) & top) | (u64(n) >> np.uint64(40)),
+        # keys differing only in their 4 lowest bits, repeated: digits of one value, skipped
+        np.uint64(0xABCDEF0123456780) | rng.integers(0, 16, size=n).astype(np.uint64),
+        np.where(rng.random(n) < 0.5, np.uint64(12345), u64(n)),  # one heavy bin, the rest distinct
+        np.full(n, np.uint64(0)),  # every row in the bin of hash 0
+    ]
+    return np.vstack(grids)
+
+
+def _reference_vocabulary(H):
+    """keys, key_offsets, directory, dir_offsets, dir_bits and ranks, as defined (NumPy)."""
+    keys, dirs, bits, ranks = [], [], [], []
+    for h in H:
+        k = np.unique(h)
+        b = max(len(k), 1).bit_length()  # the largest b with 2**b <= V, plus one
+        starts = np.arange(2**b, dtype=np.uint64) << np.uint64(64 - b)  # of the top-b-bit buckets
+        dirs.append(np.append(np.searchsorted(k, starts), len(k)).astype(np.uint32))
+        keys.append(k)
+        bits.append(b)
+        ranks.append(np.searchsorted(k, h).astype(np.uint32))
+    offsets = lambda parts: np.concatenate([[0], np.cumsum([len(x) for x in parts])]).astype(np.int64)  # noqa: E731
+    return (np.concatenate(keys), offsets(keys), np.concatenate(dirs), offsets(dirs),
+            np.array(bits, dtype=np.intc)), np.vstack(ranks)
+
+
+def _hash_buffers(H, layout):
+    """The fit's hash store holding grid-major hashes H (P, n): (indices, data, ranks view)."""
+    P, n = H.shape
+    flat = np.ascontiguousarray(H).ravel()
+    if layout == "f64":  # float64 data holds the hashes and then the ranks
+        data = flat.view(np.float64).copy()
+        return np.empty(n * P, np.int32), data, lambda: data.view(np.uint32).reshape(P, 2 * n)[:, :n]
+    if layout == "f32":  # split: low halves in int32 indices, high halves in float32 data (then ranks)
+        indices = (flat & np.uint64(0xFFFFFFFF)).astype(np.uint32).view(np.int32)
+        data = (flat >> np.uint64(32)).astype(np.uint32).view(np.float32)
+        return indices, data, lambda: data.view(np.uint32).reshape(P, n)
+    # int64 indices hold the hashes, float32 data the ranks
+    data = np.empty(n * P, np.float32)
+    return flat.view(np.int64).copy(), data, lambda: data.view(np.uint32).reshape(P, n)
+
+
+@pytest.mark.kernel
+@pytest.mark.parametrize("layout", ["f64", "f32", "i64"])
+def test_vocabulary_paths_on_crafted_hashes(layout):
+    # Every way of building a vocabulary (grouped sets, one-grid sets, sorting
+    # with its recursion and skipped digits) on hard hash distributions, for
+    # every place the fit keeps its hashes and ranks: the definition's result.
+    H = _crafted_hashes(20_000)
+    P, n = H.shape
+    want, want_ranks = _reference_vocabulary(H)
+    for strategy, budget in (("auto", 1 << 24), ("auto", 0), ("auto", 1 << 20), ("sets", 1 << 24), ("sort", 1 << 24)):
+        for n_threads in (1, 2, 3):
+            indices, data, ranks = _hash_buffers(H, layout)
+            got = _binning_fast.build_vocabularies(indices, data, P, n_threads, write_ranks=True,
+                                                   group_budget=budget, grid_major=True, strategy=strategy)
+            for a, b in zip(got, want):
+                np.testing.assert_array_equal(a, b, err_msg=f"{strategy} {budget} {n_threads}")
+            np.testing.assert_array_equal(ranks(), want_ranks, err_msg=f"{strategy} {budget} {n_threads}")
+    # row-major hashes without ranks (what the Dask backend passes)
+    for strategy in ("auto", "sets", "sort"):
+        got = _binning_fast.build_vocabularies(np.empty(0, np.int32), np.ascontiguousarray(H.T).ravel(), P, 2,
+                                               strategy=strategy)
+        for a, b in zip(got, want):
+            np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.kernel
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("layout", ["C", "csr"])
+def test_fit_transform_distinct_bins_matches_reference(dtype, layout):
+    # Nearly every row its own bin in every grid: the vocabularies are built
+    # by sorting.  Same CSR and vocabulary as the definition, for any n_jobs.
+    rng = np.random.default_rng(21)
+    X = (rng.uniform(size=(30_000, 20)) * (rng.random((30_000, 20)) < 0.7)).astype(dtype)
+    Xt = np.vstack([X[:500], rng.uniform(size=(500, 20)).astype(dtype)])
+    if layout == "csr":
+        X, Xt = sp.csr_matrix(X), sp.csr_matrix(Xt)
+    first = None
+    for n_jobs in (1, 2, 3):
+        est = RandomBinningFeatures(12, gamma=6.0, random_state=4, n_jobs=n_jobs)
+        Z = est.fit_transform(X)
+        if first is None:
+            Zr, keys, koff = ref.binning_fit_transform(X, est.pitches_, est.offsets_)
+            _assert_csr_equal(Z, Zr)
+            np.testing.assert_array_equal(est.bin_hashes_, keys)
+            np.testing.assert_array_equal(est.grid_offsets_, koff)
+            assert est.n_features_out_ > 0.95 * Z.nnz  # the case meant: bins nearly all distinct
+            first = (Z, est)
+            _assert_csr_equal(est.transform(Xt), ref.binning_transform(Xt, est.pitches_, est.offsets_, keys, koff))
+        else:
+            _assert_csr_equal(Z, first[0])
+            for a, b in zip(est._state.vocabulary, first[1]._state.vocabulary):
+                np.testing.assert_array_equal(a, b)
+        _assert_csr_equal(clone(est).fit(X).transform(X), Z)
+
+
+@pytest.mark.kernel
+@pytest.mark.parametrize("isa", ["baseline", "avx2", "avx512"])
+def test_vector_paths_hash_huge_bins(isa, tmp_path):
+    # Bin coordinates up to ~2**62 in magnitude, most beyond 2**51 (where the
+    # AVX2 path converts the floor in two exact halves), of both signs.
+    rng = np.random.default_rng(8)
+    d, P = 9, 11
+    X = rng.uniform(-1, 1, size=(600, d)) * np.where(rng.random((600, d)) < 0.7, 4.0e18, 3.0e15)
+    U = np.zeros((d, 16))
+    INV = np.zeros((d, 16))
+    U[:, :P] = rng.uniform(0, 1, size=(d, P))
+    INV[:, :P] = rng.uniform(0.5, 1.1, size=(d, P))
+    assert np.all(np.abs((X[:, :, None] - U[None, :, :P]) * INV[None, :, :P]) <= 2.0**62)
+    np.savez(tmp_path / "in.npz", X=X, U=U, INV=INV)
+    code = (
+        "import numpy as np\nfrom randfeat._ext import _binning_fast\n"
+        f"a = np.load(r'{tmp_path / 'in.npz'}')\n"
+        f"H = _binning_fast.hash_rows_for_test(a['X'], a['U'], a['INV'], {P})\n"
+        f"np.save(r'{tmp_path / 'H.npy'}', H)\n"
+        "print(_binning_fast.vector_isa())\n"
+    )
+    if run_on_vector_path(code, isa) != isa:
+        pytest.skip(f"this CPU has no {isa} path")
+    H = np.load(tmp_path / "H.npy")
+    np.testing.assert_array_equal(H, _binning_fast.hash_rows_for_test(X, U, INV, P))
+    for i in (0, 299, 599):
+        for p in (0, 5, 10):
+            bins = [math.floor((float(X[i, m]) - U[m, p]) * INV[m, p]) for m in range(d)]
+            assert int(H[i, p]) == _py_hash(bins)
+
 
 # ------------------------------------------------------------ transform side
 @pytest.mark.kernel

@@ -346,3 +346,83 @@ def test_binning_gamma_scale_on_dask_input(sync):
     assert rbf.gamma_ == pytest.approx(ref.gamma_, rel=1e-12)
     same = RandomBinningFeatures(n_grids=6, gamma=rbf.gamma_, random_state=0).fit(X)
     np.testing.assert_array_equal(rbf.bin_hashes_, same.bin_hashes_)
+
+
+# ------------------------------------------- CG with the iteration on a worker
+class _Held:
+    """A stand-in for a BlockStore actor in this process (its calls answer at once)."""
+
+    class _Answer:
+        def __init__(self, value):
+            self.value = value
+
+        def result(self, timeout=None):
+            return self.value
+
+    def __init__(self, n_blocks, indices, blocks):
+        from randfeat._backends.dask_blocks import BlockStore
+
+        self.store = BlockStore(n_blocks, indices, *blocks)
+
+    def reduce(self, fn, *args):
+        return self._Answer(self.store.reduce(fn, *args))
+
+    def each(self, fn, *args):
+        return self._Answer(self.store.each(fn, *args))
+
+
+@pytest.mark.parametrize("n_blocks", [1, 2, 5, 8])
+def test_blocked_products_sum_as_the_block_order_graph_whatever_holds_the_blocks(sync, n_blocks):
+    # The products of a CG iteration: the blocks' values combined along the
+    # same tree as tree_reduce (the graph each iteration used to build), bit
+    # for bit, however the blocks are spread among the stores.
+    from randfeat._backends.dask_blocks import BlockedProducts, _add, _b_normal, make_block
+    from randfeat._backends.tree import tree_reduce
+    from randfeat._estimators.targets import RealTargets
+
+    X, y, w = _data(n=40 * n_blocks + 3)
+    rbf = RandomBinningFeatures(n_grids=7, random_state=0).fit(X)
+    bounds = np.linspace(0, X.shape[0], n_blocks + 1).astype(int)
+    blocks = [make_block(rbf, X[s:e], y[s:e], w[s:e], RealTargets(y), 1) for s, e in zip(bounds[:-1], bounds[1:])]
+    rng = np.random.default_rng(1)
+    P, mup = rng.standard_normal((rbf.n_features_out_, 2)), rng.standard_normal(2)
+    task = dask.delayed(_b_normal, pure=True)
+    (want,) = dask.compute(tree_reduce([task(b, P, mup) for b in blocks], _add))
+    for trial in range(6):
+        owner = rng.integers(0, 3, n_blocks)  # 0: held by the solve itself; 1, 2: by two stores
+        local = {i: b for i, b in enumerate(blocks) if owner[i] == 0}
+        stores = [_Held(n_blocks, [i for i in range(n_blocks) if owner[i] == s], [b for i, b in enumerate(blocks)
+                                                                                  if owner[i] == s])
+                  for s in (1, 2) if (owner == s).any()]
+        got = BlockedProducts(local, stores, n_blocks, rbf.n_features_out_, 1).reduce(_b_normal, P, mup)
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_array_equal(got[1], want[1])
+
+
+def test_cluster_cg_same_bits_as_one_process_and_no_graph_per_iteration(cluster_client):
+    X, y, w = _data(n=3000)
+    kw = dict(features=RandomBinningFeatures(n_grids=10, random_state=3), tol=1e-12, preconditioner="block")
+    Xd = da.from_array(X, chunks=(400, 6))
+    yd, wd = da.from_array(y, chunks=400), da.from_array(w, chunks=400)
+    with dask.config.set(scheduler="synchronous"):
+        ref = Ridge(**kw).fit(Xd, yd, sample_weight=wd)
+    est = Ridge(**kw).fit(Xd, yd, sample_weight=wd)
+    np.testing.assert_array_equal(est.coef_, ref.coef_)  # the same block-order sums, on two workers
+    np.testing.assert_array_equal(est.n_iter_, ref.n_iter_)
+    tasks = []
+    for max_iter in (3, 30):  # an iteration submits no task: the same tasks for 3 or 30 iterations
+        with distributed.get_task_stream() as stream, pytest.warns(Warning, match="did not converge"):
+            Ridge(max_iter=max_iter, **kw).fit(Xd, yd, sample_weight=wd)
+        tasks.append(len(stream.data))
+    assert tasks[0] == tasks[1]
+
+
+def test_cluster_cg_progress_messages_reach_the_client(cluster_client, capsys):
+    X, y, _ = _data(n=2000)
+    est = Ridge(features=RandomBinningFeatures(n_grids=10, random_state=3), tol=1e-12, verbose=True)
+    est.fit(da.from_array(X, chunks=(500, 6)), da.from_array(y, chunks=500))
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.startswith("[Ridge] CG iteration")]
+    assert lines and lines[-1].startswith(f"[Ridge] CG iteration {est.n_iter_[0]}:")
+    numbers = [int(line.split()[3].rstrip(":")) for line in lines]
+    assert numbers == sorted(numbers)  # relayed in order

@@ -27,7 +27,6 @@ import dataclasses
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import clone
-from sklearn.utils.validation import check_array
 
 from .._core.protocols import MapCapability, OutputKind
 from .._core.threads import effective_n_threads
@@ -35,8 +34,11 @@ from .._core.validation import check_sample_weight, validate_X
 from .._solvers import plan
 from .._solvers.stats import RidgeStatistics
 from .dask_cg import fit_ridge_cg
-from .dask_input import DaskSummary, aligned, float_dtype, header, row_blocks
+from .dask_input import DaskSummary, aligned, float_dtype, fresh, header, is_sparse, row_blocks
 from .tree import to_workers, tree_reduce
+
+#: Bytes of one dense slice of a CSR block handed to a map's ``_block_vocabulary`` (which reads dense rows).
+DENSE_SLICE_BYTES = 16 * 2**20
 
 
 def _transform_block(Xb, fmap):
@@ -47,9 +49,23 @@ def _merge(a, b):
     return a.merge(b)
 
 
+def _block_vocabulary(fmap, state, Xb):
+    """A map's vocabulary of one validated block (runs on a worker); a CSR block is read in dense slices of rows.
+
+    Binning hashes every coordinate of a row, a CSR's zeros included, so a
+    dense slice costs no more than the hashing it feeds.
+    """
+    if not sp.issparse(Xb):
+        return fmap._block_vocabulary(state, Xb)
+    step = max(1, DENSE_SLICE_BYTES // (Xb.dtype.itemsize * max(1, Xb.shape[1])))
+    vocabulary = fmap._block_vocabulary(state, Xb[:0].toarray())
+    for s in range(0, Xb.shape[0], step):
+        vocabulary = fmap._merge_vocabularies(vocabulary, fmap._block_vocabulary(state, Xb[s:s + step].toarray()))
+    return vocabulary
+
+
 def _block_statistics(settings, features, Xb, yb, wb, targets, D, K, dtype):
-    """RidgeStatistics of one row block (runs on a worker): validate, make features, accumulate."""
-    Xb = check_array(Xb, accept_sparse="csr", dtype=[np.float64, np.float32], ensure_min_samples=0)
+    """RidgeStatistics of one row block (runs on a worker): make features, accumulate (Xb validated by row_blocks)."""
     Yb = targets.encode_block(yb)
     if Xb.shape[0] == 0:
         return RidgeStatistics.empty(D, K, dtype, fit_intercept=settings.fit_intercept)
@@ -76,7 +92,7 @@ class DaskBackend:
 
     # ---------------------------------------------------------------- input
     def summary(self, X):
-        """Return the ``InputSummary`` of a Dask X (statistics by Dask's reductions)."""
+        """Return the ``InputSummary`` of a Dask X (statistics by passes over its validated blocks)."""
         return DaskSummary(row_blocks(X))
 
     def validate_fit(self, est, X, y, sample_weight, *, y_numeric):
@@ -89,7 +105,7 @@ class DaskBackend:
         -------
         X, y, sample_weight : Dask arrays with X's row chunks (sample_weight may be None)
         """
-        X = row_blocks(X)
+        X = row_blocks(X, owner=type(est).__name__)
         y = aligned(X, y, "y")
         if y.ndim not in (1, 2):
             raise ValueError(f"y must be 1-D or 2-D, got shape {y.shape}")
@@ -105,27 +121,27 @@ class DaskBackend:
 
         if y.ndim != 1:
             raise ValueError("RidgeClassifier on Dask input needs y as a 1-D array of labels")
-        return np.asarray(da.unique(y).compute())
+        return np.asarray(da.unique(fresh(y)).compute())
 
     # --------------------------------------------------------- feature maps
     def fit_map(self, fmap, X, *, return_features):
         """Fit ``fmap`` on a Dask X: (state, lazy features of X or None)."""
-        X = row_blocks(X)
+        X = row_blocks(X, owner=type(fmap).__name__)
         validate_X(fmap, header(X), reset=True)
         state = fmap._draw(DaskSummary(X))
         if fmap.has(MapCapability.MERGEABLE_VOCABULARY):
             import dask
 
-            # A clone's method: the workers need the class's code, not this map's earlier state.
-            block = dask.delayed(clone(fmap)._block_vocabulary, pure=True)
-            parts = [block(state, xb) for xb in X.to_delayed().ravel()]
+            # A clone: the workers need the class's code, not this map's earlier state.
+            block, worker_map = dask.delayed(_block_vocabulary, pure=True), clone(fmap)
+            parts = [block(worker_map, state, xb) for xb in fresh(X).to_delayed().ravel()]
             (vocabulary,) = dask.compute(tree_reduce(parts, fmap._merge_vocabularies))
             state = fmap._state_with_vocabulary(state, vocabulary, fmap._threads())
         return state, (self.transform_map(fmap, state, X) if return_features else None)
 
     def transform_map(self, fmap, state, X):
         """Lazy features of a Dask X, block by block on the workers (a row-independent map)."""
-        X = row_blocks(X)
+        X = row_blocks(X, owner=type(fmap).__name__)
         if not fmap.has(MapCapability.ROW_INDEPENDENT):
             raise TypeError(f"{type(fmap).__name__} is not row-independent: its Dask transform would depend on "
                             f"the blocking. Transform the rows in memory.")
@@ -143,7 +159,7 @@ class DaskBackend:
         """Fit ridge on a Dask X: statistics per block on the workers (or distributed CG); return a ``FitResult``."""
         features = None if template is None else clone(template).fit(X)
         D = X.shape[1] if features is None else int(features.n_features_out_)
-        sparse = (not isinstance(X._meta, np.ndarray)) or (
+        sparse = is_sparse(X) or (
             features is not None and features.output_kind is OutputKind.CSR)
         if plan.choose_solver(settings.solver, sparse, D) == "cg":
             return fit_ridge_cg(settings, X, y, w, features, targets, D)
@@ -157,9 +173,9 @@ class DaskBackend:
         """The ``RidgeStatistics`` of all the rows: one per block on the workers, merged in block order."""
         import dask
 
-        Xd = X.to_delayed().ravel()
-        yd = y.to_delayed().ravel()
-        wd = [None] * len(Xd) if w is None else w.to_delayed().ravel()
+        Xd = fresh(X).to_delayed().ravel()
+        yd = fresh(y).to_delayed().ravel()
+        wd = [None] * len(Xd) if w is None else fresh(w).to_delayed().ravel()
         block = dask.delayed(_block_statistics, pure=True)
         shared = to_workers(features)
         settings = dataclasses.replace(settings, log=None)  # the log prints here, not on the workers
@@ -199,7 +215,7 @@ class DaskBackend:
         -------
         dask.array.Array, or a tuple of ``n_outputs`` of them
         """
-        X = row_blocks(X)
+        X = row_blocks(X, owner=owner)
         if X.shape[1] != n_features:
             raise ValueError(f"X has {X.shape[1]} features, but {owner} is expecting "
                              f"{n_features} features as input.")

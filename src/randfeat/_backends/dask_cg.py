@@ -1,271 +1,55 @@
-"""Ridge by block CG on features whose row blocks stay on the Dask workers.
+"""Ridge by block CG on features whose row blocks stay on the Dask workers, the iteration on a worker too.
 
-Each row block's features (made on its worker from X), targets and weights
-are persisted there once (``CGBlock``); the block CG of
-``randfeat._solvers.cg`` runs on the client on D × K vectors, and its
-operator (``BlockedProducts``) applies Zᵀ W Z P as one map over the blocks
-and one block-order tree reduction (``tree.tree_reduce``) per iteration,
-all targets at once.  Column sums, target sums and right-hand sides are
-reduced the same way, so no N-length array reaches the client.  The
-partial sums are grouped by blocks, so the solution equals the in-memory
-CG's to the tolerance, not bitwise.
+Each row block's features are made on a worker from X (``dask_blocks.make_block``)
+and stay there.  On a distributed Client, the workers holding blocks are
+ranked by the rows they hold; the first (the root) runs the whole solve in
+one long task (``_root_task``), holding its own blocks and the D × K
+iterates, and every other one holds its blocks in a ``BlockStore`` actor.
+An iteration moves only what block CG must: the direction to each other
+worker and, back, the sums of the subtrees of the block-order reduction
+tree that worker holds whole (``dask_blocks``); no task graph is built and
+the client is not involved until the solution comes back.  The result is
+the same bits as the same tree evaluated in one process, which is what a
+local scheduler does (every block brought to this process).  Column sums,
+target sums and right-hand sides are reduced the same way, so no N-length
+array moves.  The solution equals the in-memory CG's to the tolerance, not
+bitwise (the sums are grouped by blocks).
+
+A worker lost during the fit (its blocks gone, an actor unreachable, a
+task killed) makes the fit recompute the blocks from X and try once more;
+a second loss raises a ``RuntimeError`` saying what happened.
 """
 
-import numpy as np
-import scipy.sparse as sp
-from sklearn.utils.validation import check_array
+import dataclasses
+import threading
+import traceback
+import uuid
+import warnings
 
-from .._core.threads import effective_n_threads
-from .._core.validation import check_sample_weight
-from .._linalg.operator import Capability, FeatureOperator, MatrixKind
-from .._linalg.products import make_products
 from .._solvers import plan
-from .._solvers.cg_path import solve_normal_path
-from .._solvers.normal import NormalOperator
-from .tree import to_workers, tree_reduce
+from .._solvers.cg_path import CGResult
+from .dask_blocks import BlockStore, LostBlocks, loss, make_block, solve_blocks
+from .dask_input import fresh
+from .tree import current_client, to_workers
+
+LOST_TWICE = (
+    "{owner}: the Dask cluster lost a worker holding row blocks during the CG fit ({first}); the blocks were "
+    "recomputed from X and the fit retried once, and a worker was lost again ({second}). Check the workers' logs "
+    "(a worker over its memory limit is restarted: each holds its blocks' features), then fit again."
+)
 
 
-class WorkerWeights:
-    """Stands for the sample weights held with the row blocks on the workers (unit weights if none).
+def _lost_worker(exc):
+    """True if ``exc`` says a worker (or what it held) was lost, not that the fit itself failed."""
+    import distributed
+    from distributed.client import FutureCancelledError, FuturesCancelledError
 
-    ``BlockedProducts`` takes this object wherever a ``FeatureOperator``
-    takes a weight vector ``w``: the weights never come to the client.
-    """
-
-    def __repr__(self):
-        return "<sample weights held on the workers>"
+    return loss(exc) is not None or isinstance(
+        exc, (distributed.KilledWorker, FutureCancelledError, FuturesCancelledError))
 
 
-class CGBlock:
-    """One row block for a distributed CG solve: its features, targets and weights (lives on a worker).
-
-    The feature operator is made on first use and not pickled (it may own
-    a thread pool): if Dask moves or spills the block, it is remade.
-    """
-
-    def __init__(self, Z, Y, w, n_jobs):
-        self.Z, self.Y, self.w, self.n_jobs = Z, Y, w, n_jobs
-        self._ops = None
-
-    def __getstate__(self):
-        state = self.__dict__.copy()
-        state["_ops"] = None
-        return state
-
-    @property
-    def ops(self):
-        """The block's ``FeatureOperator``."""
-        if self._ops is None:
-            self._ops = make_products(self.Z, effective_n_threads(self.n_jobs))
-        return self._ops
-
-    @property
-    def w_or_ones(self):
-        """The block's weights (ones when none were given)."""
-        return np.ones(self.Z.shape[0]) if self.w is None else self.w
-
-
-def checked_block(Xb, yb, wb, targets):
-    """A row block's X, encoded targets and weights, validated where the block is (a worker)."""
-    if sp.issparse(Xb):
-        Xb = check_array(Xb, accept_sparse="csr", dtype=[np.float64, np.float32], ensure_min_samples=0)
-    else:
-        Xb = check_array(Xb, dtype=[np.float64, np.float32], ensure_min_samples=0)
-    Yb = targets.encode_block(yb)
-    if wb is not None:
-        wb = np.asarray(wb, dtype=np.float64)
-        if not np.isfinite(wb).all() or np.any(wb < 0):
-            raise ValueError("sample_weight must be finite and non-negative")
-        wb = check_sample_weight(wb, Xb)
-    return Xb, Yb, wb
-
-
-def make_block(features, Xb, yb, wb, targets, n_jobs):
-    """Make one block's features (if a map is given) and validated targets and weights (runs on a worker)."""
-    Xb, Yb, wb = checked_block(Xb, yb, wb, targets)
-    Z = Xb if features is None else features.transform(Xb)
-    if sp.issparse(Z):
-        Z = sp.csr_matrix(Z)
-        Z.sum_duplicates()  # canonical CSR, as the in-memory fit's operators expect
-    else:
-        Z = np.ascontiguousarray(Z)
-    return CGBlock(Z, Yb, wb, n_jobs)
-
-
-# Per-block pieces of the CG solve (each runs on the worker holding the block).
-def _b_sums(block):
-    w = block.w_or_ones
-    return block.ops.column_sums(w), np.einsum("i,ik->k", w, block.Y), float(w.sum())
-
-
-def _b_rhs(block, ybar, centre):
-    U = block.Y - ybar if centre else block.Y
-    if block.w is not None:
-        U = U * block.w[:, None]
-    U = np.ascontiguousarray(U, dtype=block.ops.dtype)
-    return block.ops.rmatmat_once(U), U.sum(axis=0, dtype=np.float64)
-
-
-def _b_normal(block, P, mup):
-    return block.ops.normal(P, mup, block.w)
-
-
-def _b_sq_sums(block):
-    return block.ops.column_sq_sums(block.w_or_ones)
-
-
-def _b_gram_block(block, columns):
-    return block.ops.gram_block(columns, block.w)
-
-
-def _b_matmat(block, P):
-    return block.ops.matmat(P)
-
-
-def _b_rmatmat(block, U):
-    return block.ops.rmatmat(U)
-
-
-def _b_shape(block):
-    Z = block.Z
-    return Z.shape[0], (Z.nnz if sp.issparse(Z) else Z.size), Z.dtype, block.ops.kind
-
-
-def _add(a, b):
-    if isinstance(a, tuple):
-        return tuple(_add(x, y) for x, y in zip(a, b))
-    return a + b
-
-
-class BlockedProducts(FeatureOperator):
-    """Products with a Z whose row blocks are held on Dask workers: one map and one reduction per call.
-
-    Only D × K arrays cross the network.  The weight argument ``w`` of
-    every method must be ``self.weights``: the weights live with the blocks.
-
-    Parameters
-    ----------
-    blocks : list of dask.delayed.Delayed
-        Persisted ``CGBlock`` objects, in row order.
-    rows : list of int
-        Rows of each block.
-    n_features : int
-    dtype : numpy dtype
-    entries : int
-        Stored entries of Z (nnz, or N·D when dense), for the preconditioner's size rules.
-    kind : MatrixKind
-        The blocks' structure: sparse Z gets the heavy-column Gram block,
-        one-hot blocks (binning) the "block" preconditioner, as in memory.
-    """
-
-    capabilities = frozenset(Capability)
-
-    def __init__(self, blocks, rows, n_features, dtype, entries, kind):
-        super().__init__((int(sum(rows)), int(n_features)), dtype, 1)
-        self._blocks, self._rows = blocks, list(rows)
-        self._entries = int(entries)
-        self.kind = kind
-        self.weights = WorkerWeights()
-        if kind is MatrixKind.DENSE:  # dense Z: no Gram block, as DenseProducts
-            self.capabilities = frozenset({Capability.FUSED_NORMAL, Capability.COLUMN_STATISTICS})
-
-    @property
-    def entries(self):
-        """Stored entries of Z over all blocks."""
-        return self._entries
-
-    def reduce(self, fn, *args):
-        """Return the block-order tree sum of ``fn(block, *args)`` over the blocks (computed)."""
-        import dask
-
-        task = dask.delayed(fn, pure=True)
-        args = [to_workers(a) if isinstance(a, np.ndarray) and a.nbytes > 2**16 else a for a in args]
-        (out,) = dask.compute(tree_reduce([task(b, *args) for b in self._blocks], _add))
-        return out
-
-    def _check(self, w):
-        if w is not self.weights:
-            raise ValueError("the weights of a Dask-held Z live on the workers: pass ops.weights")
-
-    def matmat(self, P):
-        """Return Z @ P (N × K, brought to the client: for tests and small N only)."""
-        import dask
-
-        task = dask.delayed(_b_matmat, pure=True)
-        P = np.ascontiguousarray(P, dtype=self.dtype)
-        return np.concatenate(dask.compute(*[task(b, P) for b in self._blocks]), axis=0)
-
-    def rmatmat(self, U):
-        """Return Zᵀ @ U (U is split by blocks and sent to the workers)."""
-        import dask
-
-        U = np.ascontiguousarray(U, dtype=self.dtype)
-        bounds = np.concatenate([[0], np.cumsum(self._rows)])
-        task = dask.delayed(_b_rmatmat, pure=True)
-        parts = [task(b, U[s:e]) for b, s, e in zip(self._blocks, bounds[:-1], bounds[1:])]
-        (out,) = dask.compute(tree_reduce(parts, _add))
-        return out
-
-    def normal(self, P, mup, w, out=None):
-        """Return (Zᵀ W (Z P − 1 mupᵀ), Σ_i w_i (z_iᵀP − mup)), one map and one reduction (Q into ``out`` if given)."""
-        self._check(w)
-        Q, s = self.reduce(_b_normal, np.ascontiguousarray(P, dtype=self.dtype), np.asarray(mup, dtype=np.float64))
-        if out is not None:
-            np.copyto(out, Q)
-            Q = out
-        return Q, s
-
-    def column_sums(self, w):
-        """Return Σ_i w_i Z_ij, float64."""
-        self._check(w)
-        return self.reduce(_b_sums)[0]
-
-    def column_sq_sums(self, w):
-        """Return Σ_i w_i Z_ij², float64."""
-        self._check(w)
-        return self.reduce(_b_sq_sums)
-
-    def gram_block(self, columns, w):
-        """Return Σ_i w_i z_i[columns] z_i[columns]ᵀ, float64."""
-        self._check(w)
-        return self.reduce(_b_gram_block, np.asarray(columns))
-
-
-class BlockedNormalOperator(NormalOperator):
-    """A = Z_cᵀ W Z_c for a ``BlockedProducts``: sums and right-hand sides reduced on the workers.
-
-    Parameters
-    ----------
-    ops : BlockedProducts
-    fit_intercept : bool
-    """
-
-    supports_dual = False  # the N-long dual vectors would have to live on the client
-
-    def __init__(self, ops, fit_intercept):
-        self.ops = ops
-        self.shape = ops.shape
-        self.dtype = ops.dtype
-        self.weights = ops.weights
-        self._w_or_ones = ops.weights
-        column_sums, self._target_sums, self.weight_sum = ops.reduce(_b_sums)
-        self.mean = column_sums / self.weight_sum if fit_intercept else None
-        self._partial_pq = {}
-        self._diagonal = None
-
-    def target_means(self, Y=None):
-        """Return the weighted target means ȳ (the targets are on the workers; Y is ignored)."""
-        if self.mean is None:
-            return np.zeros(self._target_sums.shape[0])
-        return self._target_sums / self.weight_sum
-
-    def rhs(self, Y=None):
-        """Return (B, ȳ) reduced from the blocks' own targets (Y is ignored)."""
-        ybar = self.target_means()
-        B, u_sum = self.ops.reduce(_b_rhs, ybar, self.mean is not None)
-        if self.mean is not None:
-            B -= np.outer(self.mean, u_sum).astype(self.dtype)
-        return B, ybar
+def _describe(exc):
+    return f"{type(exc).__name__}: {exc}"
 
 
 def fit_ridge_cg(settings, X, y, w, features, targets, D):
@@ -274,39 +58,155 @@ def fit_ridge_cg(settings, X, y, w, features, targets, D):
     Parameters
     ----------
     settings : RidgeSettings
-    X, y, w : Dask arrays with X's row chunks (w may be None)
+    X, y, w : Dask arrays with X's row chunks (w may be None); X from ``dask_input.row_blocks``
     features : fitted feature map or None
     targets : the estimator's target encoding (``encode_block`` runs on the workers)
     D : int
     """
+    client = current_client()
+    if client is None:
+        result, dtype = _solve_here(settings, X, y, w, features, targets, D)
+        return plan.cg_result(result, features, dtype, settings.owner)
+    try:
+        result, dtype = _solve_on_cluster(client, settings, X, y, w, features, targets, D)
+    except Exception as first:
+        if not _lost_worker(first):
+            raise
+        if settings.log is not None:
+            settings.log(f"a worker was lost ({_describe(first)}): recomputing the row blocks and retrying once")
+        try:
+            result, dtype = _solve_on_cluster(client, settings, X, y, w, features, targets, D)
+        except Exception as second:
+            if not _lost_worker(second):
+                raise
+            raise RuntimeError(LOST_TWICE.format(owner=settings.owner, first=_describe(first),
+                                                 second=_describe(second))) from second
+    return plan.cg_result(result, features, dtype, settings.owner)
+
+
+def _block_tasks(settings, X, y, w, features, targets):
+    """The delayed ``CGBlock`` of every non-empty row block, in row order (fresh keys: a retry recomputes)."""
     import dask
 
-    make = dask.delayed(make_block, pure=True)
-    Xd = X.to_delayed().ravel()
-    yd = y.to_delayed().ravel()
-    wd = [None] * len(Xd) if w is None else w.to_delayed().ravel()
-    shared_features = to_workers(features)
-    blocks, rows = [], []
-    for n_rows, xb, yb, wb in zip(X.chunks[0], Xd, yd, wd):
-        if n_rows:
-            blocks.append(make(shared_features, xb, yb, wb, targets, settings.n_jobs))
-            rows.append(n_rows)
-    blocks = list(dask.persist(*blocks))
-    shapes = dask.compute(*[dask.delayed(_b_shape, pure=True)(b) for b in blocks])
-    z_dtype = shapes[0][2]
-    # The structure make_products finds in every block (binning features: one-hot
-    # blocks, so the same "auto" preconditioner as in memory).
-    kinds = {s[3] for s in shapes}
-    kind = kinds.pop() if len(kinds) == 1 else MatrixKind.CSR
-    ops = BlockedProducts(blocks, rows, D, z_dtype, sum(s[1] for s in shapes), kind)
-    normal = BlockedNormalOperator(ops, settings.fit_intercept)
-    if normal.weight_sum <= 0:
-        raise ValueError("sample_weight is zero for every sample, so no sample counts in the fit; "
-                         "give at least one sample a positive weight")
-    B, ybar = normal.rhs()
-    settings.check_preconditioner_rank(D)
-    (result,) = solve_normal_path(normal, B, ybar, [float(settings.alpha)], tol=float(settings.tol),
-                                  max_iter=settings.max_iter, log=settings.log, preconditioner=settings.preconditioner,
-                                  nystrom_rank=settings.preconditioner_rank,
-                                  memory_budget=int(settings.preconditioner_memory))
-    return plan.cg_result(result, features, z_dtype, settings.owner)
+    make = dask.delayed(make_block, pure=False)
+    Xd = fresh(X).to_delayed().ravel()
+    yd = fresh(y).to_delayed().ravel()
+    wd = [None] * len(Xd) if w is None else fresh(w).to_delayed().ravel()
+    shared = to_workers(features)
+    return [make(shared, xb, yb, wb, targets, settings.n_jobs)
+            for n_rows, xb, yb, wb in zip(X.chunks[0], Xd, yd, wd) if n_rows]
+
+
+def _solve_here(settings, X, y, w, features, targets, D):
+    """A local scheduler: every block made into this process, the solve run here."""
+    import dask
+
+    blocks = dask.compute(*_block_tasks(settings, X, y, w, features, targets))
+    return solve_blocks(settings, dict(enumerate(blocks)), [], len(blocks), D)
+
+
+def _solve_on_cluster(client, settings, X, y, w, features, targets, D):
+    """Blocks persisted where Dask makes them, stores on all but the root worker, the solve on the root."""
+    import distributed
+
+    futures = client.compute(_block_tasks(settings, X, y, w, features, targets))
+    held = []
+    try:
+        distributed.wait(futures)
+        for f in futures:
+            if f.status == "error":
+                f.result()  # the fit's own error (bad input, ...): raised as is
+            if f.status != "finished":
+                raise LostBlocks(f"a row block was {f.status} before the solve started")
+        where = client.who_has(futures)
+        by_worker = {}
+        for i, f in enumerate(futures):
+            if not where[f.key]:
+                raise LostBlocks("a row block was lost before the solve started")
+            by_worker.setdefault(sorted(where[f.key])[0], []).append(i)
+        # The root holds the most rows (ties: the first blocks), so the fewest rows' products cross the network.
+        ranked = sorted(by_worker, key=lambda a: (-sum(X.chunks[0][i] for i in by_worker[a]), by_worker[a][0]))
+        root, others = ranked[0], ranked[1:]
+        stores = [client.submit(BlockStore, len(futures), by_worker[a], *[futures[i] for i in by_worker[a]],
+                                actor=True, workers=[a], allow_other_workers=True, pure=False) for a in others]
+        held = stores
+        relay = _LogRelay(client, settings.log) if settings.log is not None else None
+        messages = []
+        try:
+            task = client.submit(_root_task, dataclasses.replace(settings, log=None),
+                                 None if relay is None else relay.topic, len(futures), D, by_worker[root], stores,
+                                 *[futures[i] for i in by_worker[root]], workers=[root], allow_other_workers=True,
+                                 pure=False)
+            held = stores + [task]
+            fields, dtype, caught, messages = task.result()
+        finally:
+            if relay is not None:
+                relay.finish(messages)
+    finally:
+        # Forced: the root's handles to the stores (its worker's client) must not keep them, and their blocks, alive.
+        client.cancel(futures + held, force=True)
+    for category, message in caught:
+        warnings.warn(message, category, stacklevel=5)
+    return CGResult(*fields), dtype
+
+
+def _root_task(settings, topic, n_blocks, n_features, indices, stores, *blocks):
+    """The solve on the root worker; returns (CGResult fields, Z's dtype, warnings, log messages)."""
+    import distributed
+
+    # A long task that mostly waits for the stores: out of the worker's thread
+    # pool, as distributed asks of long-running tasks.
+    distributed.secede()
+    try:
+        return _root_solve(distributed, settings, topic, n_blocks, n_features, indices, stores, blocks)
+    except Exception as exc:
+        # The worker keeps a failed task's traceback: let its frames hold no blocks or actors.
+        for e in (exc, exc.__cause__, exc.__context__):
+            if e is not None:
+                traceback.clear_frames(e.__traceback__)
+        raise
+
+
+def _root_solve(distributed, settings, topic, n_blocks, n_features, indices, stores, blocks):
+    worker = distributed.get_worker()
+    messages = []
+
+    def log(msg):
+        messages.append(msg)
+        worker.log_event(topic, [len(messages) - 1, msg])
+
+    settings = dataclasses.replace(settings, log=None if topic is None else log)
+    watch = [distributed.Future(store.key) for store in stores]  # the scheduler's word on each store
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result, dtype = solve_blocks(settings, dict(zip(indices, blocks)), stores, n_blocks, n_features, watch)
+    fields = (result.coef, result.intercept, result.n_iter, result.residual, result.preconditioner,
+              result.nystrom_rank)  # CGResult's extra fields do not survive pickling as a tuple subclass
+    return fields, dtype, [(w.category, str(w.message)) for w in caught], messages
+
+
+class _LogRelay:
+    """The root worker's progress messages printed on the client as they come (``settings.log``), in order."""
+
+    def __init__(self, client, log):
+        self.client, self.log = client, log
+        self.topic = f"randfeat-cg-{uuid.uuid4().hex}"
+        self._printed = 0
+        self._lock = threading.Lock()
+        client.subscribe_topic(self.topic, self._event)
+
+    def _event(self, event):
+        i, msg = event[1]
+        with self._lock:
+            if i == self._printed:  # one out of order waits for ``finish``
+                self.log(msg)
+                self._printed += 1
+
+    def finish(self, messages):
+        """Print what has not arrived yet of all the root's ``messages``, then stop listening."""
+        with self._lock:
+            for msg in messages[self._printed:]:
+                self.log(msg)
+            self._printed = float("inf")
+        self.client.unsubscribe_topic(self.topic)
+

@@ -237,6 +237,28 @@ def validate_X(estimator, X, *, reset):
     return _finish(validate_data(estimator, _checked_structure(X), reset=reset, **_X_CHECKS))
 
 
+def validate_rows(X, owner=None):
+    """Validate one block of rows exactly as ``validate_X`` validates a whole X, without an estimator to record on.
+
+    The same checks and messages (CSR structure first, then 2-D, finite,
+    float32/float64, a canonical CSR back), but a block may have zero rows.
+    For row blocks validated where they are held (a Dask worker) before
+    compiled code reads them.
+
+    Parameters
+    ----------
+    X : {array-like, sparse matrix}
+    owner : str or None
+        The estimator's class name, as ``validate_X``'s messages name it.
+
+    Returns
+    -------
+    X : ndarray or csr_matrix
+    """
+    checks = dict(_X_CHECKS, ensure_min_samples=0)
+    return _finish(check_array(_checked_structure(X), input_name="X", estimator=owner, **checks))
+
+
 def validate_X_y(estimator, X, y, *, y_numeric):
     """Validate X as ``validate_X(reset=True)`` and y as a (multi-output) target of X's length.
 
@@ -307,7 +329,17 @@ def check_sample_weight(sample_weight, X):
     sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64, **_ALLOW_ZERO_WEIGHTS)
     if np.any(sample_weight < 0):
         raise ValueError("sample_weight must be non-negative")
-    total = float(np.sum(sample_weight))
+    check_weight_total(float(np.sum(sample_weight)))
+    return sample_weight
+
+
+def check_weight_total(total):
+    """ValueError unless non-negative weights summing to ``total`` are usable (``check_sample_weight``'s test).
+
+    Parameters
+    ----------
+    total : float
+    """
     if not total > 0:
         raise ValueError(
             "sample_weight is zero for every sample, so no sample counts in the fit; "
@@ -318,7 +350,6 @@ def check_sample_weight(sample_weight, X):
             f"sample_weight sums to {total:.3g}, outside the range float64 can normalise by; "
             f"multiply sample_weight by a constant c (and alpha by the same c: the solution is unchanged)"
         )
-    return sample_weight
 
 
 def check_array_for_kernel(X, input_name):

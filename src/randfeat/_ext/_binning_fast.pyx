@@ -8,8 +8,8 @@ of grids for the vocabulary); every row and every grid is computed
 independently of the others, so the result is bit-identical for any thread
 count and any schedule.  Every loop runs on ``_openmp.ChunkLoop``, which
 checks for Ctrl-C between slabs of work (``KeyboardInterrupt``; the caller
-drops its half-written arrays, and no memory is kept).  The arithmetic and
-the hash are defined in _csrc/randfeat_binning.h.
+drops its half-written arrays, and no memory is kept).  The arithmetic, the
+hash and the vocabulary build are defined in _ext/include/randfeat_binning.h.
 
 Operands: the input rows X (a dense array of any strides, or a CSR matrix
 with int32 or int64 indices: a ``RowSource``), the fitted grids (``Grids``)
@@ -17,7 +17,10 @@ and the fitted vocabulary (``Vocabulary``).  During fit the N × P hashes are
 kept inside the output CSR's own buffers (``indices``, ``data``): in the
 8-byte one if there is one (float64 data, or int64 indices), else split in
 two 32-bit halves across int32 indices (low) and float32 data (high).  A fit
-without features passes a uint64 ``data`` array instead.
+without features passes a uint64 ``data`` array instead.  The fit lays them
+out grid-major (each grid's N hashes contiguous); fit_transform's vocabulary
+build then leaves each row's rank in ``data`` (inside its grid's hash slots),
+and ``finish_training_csr`` turns the ranks into the row-major CSR.
 """
 
 from cpython.exc cimport PyErr_CheckSignals
@@ -25,7 +28,7 @@ from cython cimport floating
 from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
 from cython.view cimport array as cvarray
 from libc.stdlib cimport calloc, free, malloc, realloc
-from libc.string cimport memcpy
+from libc.string cimport memset
 
 import numpy as np
 import scipy.sparse as sp
@@ -38,31 +41,57 @@ cdef extern from "randfeat_binning.h" nogil:
         uint64_t *h64
         uint32_t *lo
         uint32_t *hi
+        int64_t rs
+        int64_t gs
     ctypedef struct rf_spares:
         size_t limit
+    ctypedef struct rf_growbuf:
+        char *data
+        size_t size
+        size_t capacity
+    ctypedef struct rf_vocab_task:
+        pass
     ctypedef struct rf_vocab_shared:
         rf_spares spares
+        rf_hstore store
+        int64_t n
+        int64_t P
+        int64_t budget
+        uint32_t *rank
+        int64_t rank_gs
+        int strategy
+        rf_vocab_task *tasks
+        int64_t n_tasks
+        int64_t head
+        rf_growbuf keys
+        rf_growbuf dir
+        int64_t *nkeys
+        int *bits
+        int commit_failed
     void rf_spares_free(rf_spares *s)
-    ctypedef struct rf_vocab_task:
-        int G
-        int ready
-        uint64_t *keys[16]
-        int64_t nkeys[16]
-        uint32_t *dir[16]
-        int bits[16]
     int rf_binning_init()
     const char *rf_isa_name(int isa)
     # a function pointer in C, called like a function
     void rf_hash_row(const double *x, int64_t d, int64_t Ppad, const double *U,
                      const double *INV, uint64_t *h)
+    int64_t rf_hslot(const rf_hstore *s, int64_t i, int64_t p)
     void rf_hstore_put(const rf_hstore *s, int64_t k, uint64_t h)
     void rf_lookup_row(const uint64_t *h, int64_t P, const uint64_t *keys, const int64_t *koff,
                        const uint32_t *dir, const int64_t *doff, const int *bits, int64_t *cols)
-    void rf_vocab_task_init(rf_vocab_task *t, int64_t p0, int G, rf_vocab_shared *shared)
-    int rf_vocab_task_step(rf_vocab_task *t, const rf_hstore *s, int64_t n, int64_t P,
-                           int64_t budget, void *ind, int ind64, double deadline)
+    double rf_sample_vocab(const rf_hstore *s, int64_t p, int64_t n)
+    int rf_plan_split(const rf_vocab_shared *sh, int G, double v_est)
+    int rf_vocab_bits(int64_t V)
+    int rf_growbuf_init(rf_growbuf *b, size_t bytes)
+    void rf_vocab_task_init(rf_vocab_task *t, int64_t p0, int G, rf_vocab_shared *shared, double v_est)
+    int rf_vocab_task_step(rf_vocab_task *t, rf_vocab_shared *shared, double deadline, uint64_t *buf)
+    enum:
+        RF_HBLOCK
     void rf_vocab_task_free(rf_vocab_task *t)
-    void rf_vocab_task_release(rf_vocab_task *t, int g)
+    void rf_lsd_sort_u64(uint64_t *keys, uint64_t *tmp, int64_t n)
+    enum:
+        RF_VOCAB_AUTO
+        RF_VOCAB_SETS
+        RF_VOCAB_SORT
 
 cdef int _ISA = rf_binning_init()
 
@@ -239,9 +268,10 @@ cdef class Vocabulary:
                       &self.bits[0], cols)
 
 
-cdef rf_hstore _hash_store(indices, data) except *:
+cdef rf_hstore _hash_store(indices, data, Py_ssize_t P, bint grid_major) except *:
     """Where the hashes live during fit: see the module docstring."""
     cdef rf_hstore s
+    cdef Py_ssize_t n = max(indices.shape[0], data.shape[0]) // P if P > 0 else 0
     s.h64 = s.lo = s.hi = NULL
     if data.dtype == np.float64 or data.dtype == np.uint64:
         s.h64 = <uint64_t *>_address(data)
@@ -250,6 +280,10 @@ cdef rf_hstore _hash_store(indices, data) except *:
     else:
         s.lo = <uint32_t *>_address(indices)
         s.hi = <uint32_t *>_address(data)
+    if grid_major:
+        s.rs, s.gs = 1, n
+    else:
+        s.rs, s.gs = P, 1
     return s
 
 
@@ -293,51 +327,37 @@ cdef class _HashRows(_RowLoop):
         cdef rf_hstore store = self.store
         cdef double *buf = self.row_buf(scratch)
         cdef uint64_t *hb = self.hash_buf(scratch)
+        cdef uint64_t *h64 = store.h64
         for i in range(c * ROW_CHUNK, min((c + 1) * ROW_CHUNK, self.n)):
             _load_row(&self.src, i, buf)
             self.grids.hash_row(buf, hb)
-            for p in range(P):
-                rf_hstore_put(&store, i * P + p, hb[p])
+            if h64 != NULL:  # the usual store: whole hashes (a loop the compiler sees plainly)
+                for p in range(P):
+                    h64[i * store.rs + p * store.gs] = hb[p]
+            else:
+                for p in range(P):
+                    rf_hstore_put(&store, i * store.rs + p * store.gs, hb[p])
 
 
-def hash_rows(X, Grids grids, indices, data, int n_threads):
-    """Hash every row of X for every grid; hash of (row i, grid p) goes to slot i*P + p.
+def hash_rows(X, Grids grids, indices, data, int n_threads, bint grid_major=False):
+    """Hash every row of X for every grid.
 
     X is dense (any strides) or CSR, float32 or float64; the hashes are
     stored in ``indices`` and ``data`` (length n*P), as the module docstring
-    says.
+    says: the hash of (row i, grid p) in slot i*P + p (an (n, P) array), or
+    with ``grid_major`` in slot p*n + i (what ``build_vocabularies`` reads
+    fastest, and what its ``write_ranks`` needs).
     """
     cdef _HashRows loop = _HashRows()
     loop.setup(X, grids, n_threads)
-    loop.store = _hash_store(indices, data)
+    if max(indices.shape[0], data.shape[0]) != loop.n * grids.P:
+        raise ValueError("the hash store does not hold n * P hashes")
+    loop.store = _hash_store(indices, data, grids.P, grid_major)
     loop.run()
 
 
 # --------------------------------------------------------------- vocabulary
-cdef struct GrowingBuffer:
-    # An array that grows in place as grids are committed, then is handed to
-    # NumPy without a copy (``_adopt``).  It starts at RESERVE_BYTES of
-    # untouched memory: glibc serves blocks that large with mmap, and grows
-    # them with mremap, which moves pages instead of copying them (NumPy's
-    # own resize copies, and growing from small sizes left freed copies
-    # resident in the heap: up to the whole vocabulary again).
-    char *data
-    size_t size      # bytes in use
-    size_t capacity  # bytes allocated
-
-
-cdef int _reserve(GrowingBuffer *buf, size_t size) except -1:
-    cdef size_t want = max(size, <size_t>RESERVE_BYTES)
-    cdef char *p
-    if want > buf.capacity:
-        p = <char *>realloc(buf.data, want)
-        if p == NULL:
-            raise MemoryError(f"not enough memory for the binning vocabulary ({want} bytes)")
-        buf.data, buf.capacity = p, want
-    return 0
-
-
-cdef object _adopt(GrowingBuffer *buf, Py_ssize_t itemsize, str fmt):
+cdef object _adopt(rf_growbuf *buf, Py_ssize_t itemsize, str fmt):
     """The buffer as a 1-D NumPy array that owns it (it is freed with the array)."""
     cdef cvarray arr
     cdef char *p = <char *>realloc(buf.data, max(buf.size, 1))  # give the reserve back
@@ -353,27 +373,23 @@ cdef object _adopt(GrowingBuffer *buf, Py_ssize_t itemsize, str fmt):
 
 
 cdef class _VocabTasks(ChunkLoop):
-    """Vocabulary tasks (groups of GRID_GROUP grids), stepped slab by slab.
+    """Vocabulary tasks (see the header), stepped slab by slab.
 
     A slab's chunks are the unfinished tasks in grid order; each step works
-    until the slab's deadline.  Between slabs the finished grids at the head
-    are committed: their keys and directories are appended, in grid order,
-    to the final arrays (grown in place) and their pieces freed, so pieces
-    never pile up (the final arrays plus the pieces of tasks in flight, not
-    twice the vocabulary).
+    until the slab's deadline.  Finished grids are committed (appended in
+    grid order to the final arrays, grown in place) by the thread that
+    finished them, so pieces never pile up (the final arrays plus the
+    pieces of tasks in flight, not twice the vocabulary).
     """
     cdef rf_vocab_task *tasks
-    cdef rf_vocab_shared shared  # spare blocks and the fallback hint of all tasks
+    cdef rf_vocab_shared shared  # the job, spare blocks, hints, the commit state
     cdef Py_ssize_t n_tasks
     cdef Py_ssize_t *order       # this slab's tasks
     cdef int *result             # per task: 1 done, 0 more, < 0 error
-    cdef rf_hstore store
-    cdef Py_ssize_t n, P
-    cdef int64_t budget
-    cdef void *ind
-    cdef int ind64
-    cdef GrowingBuffer keys       # the final arrays, until handed to NumPy
-    cdef GrowingBuffer directory
+
+    def __cinit__(self):
+        memset(&self.shared, 0, sizeof(rf_vocab_shared))
+        self.tasks, self.order, self.result, self.n_tasks = NULL, NULL, NULL, 0
 
     def __dealloc__(self):
         cdef Py_ssize_t k
@@ -384,103 +400,124 @@ cdef class _VocabTasks(ChunkLoop):
         free(self.tasks)
         free(self.order)
         free(self.result)
-        free(self.keys.data)
-        free(self.directory.data)
+        free(self.shared.keys.data)
+        free(self.shared.dir.data)
 
     cdef void run_chunk(self, Py_ssize_t c, void *scratch) noexcept nogil:
         cdef Py_ssize_t k = self.order[c]
-        self.result[k] = rf_vocab_task_step(&self.tasks[k], &self.store, self.n, self.P,
-                                            self.budget, self.ind, self.ind64, self.deadline)
+        self.result[k] = rf_vocab_task_step(&self.tasks[k], &self.shared, self.deadline, <uint64_t *>scratch)
+
+
+_STRATEGIES = {"auto": RF_VOCAB_AUTO, "sets": RF_VOCAB_SETS, "sort": RF_VOCAB_SORT}
 
 
 def build_vocabularies(indices, data, Py_ssize_t P, int n_threads, bint write_ranks=False,
-                       int64_t group_budget=GROUP_BUDGET):
+                       int64_t group_budget=GROUP_BUDGET, bint grid_major=False, str strategy="auto"):
     """Sorted distinct hashes of each grid and their lookup directories.
 
-    ``indices`` and ``data`` hold the n*P hashes left by ``hash_rows``.
-    Returns ``(keys, key_offsets, directory, dir_offsets, dir_bits)``: grid p's
-    keys are ``keys[key_offsets[p]:key_offsets[p+1]]`` (uint64, ascending),
-    its directory ``directory[dir_offsets[p]:dir_offsets[p+1]]`` (uint32,
-    2**dir_bits[p] + 1 entries).  Tasks are groups of ``GRID_GROUP``
-    neighbouring grids (one pass over the rows per group; a group falls back
-    to one grid at a time if its sets outgrow ``group_budget`` bytes); each
-    grid's result is independent of grouping and of which thread built it
-    (``group_budget=0`` forces one grid at a time; the tests compare both).
+    ``indices`` and ``data`` hold the n*P hashes left by ``hash_rows`` (with
+    the same ``grid_major``).  Returns ``(keys, key_offsets, directory,
+    dir_offsets, dir_bits)``: grid p's keys are
+    ``keys[key_offsets[p]:key_offsets[p+1]]`` (uint64, ascending), its
+    directory ``directory[dir_offsets[p]:dir_offsets[p+1]]`` (uint32,
+    2**dir_bits[p] + 1 entries).
 
-    With ``write_ranks`` (fit_transform), slot i*P + p of ``indices`` then
-    receives the rank of row i's hash within grid p, found while the group's
-    vocabularies are still in cache; ``finish_training_csr`` turns ranks into
-    columns.
+    Grids go in groups of ``GRID_GROUP`` neighbours sharing one pass over
+    the rows with hash sets, unless a sample of the group's first grid says
+    their sets would outgrow ``group_budget`` bytes: then each grid is its
+    own task, built with a hash set or, when its vocabulary is large, by
+    sorting its (hash, row) pairs.  ``strategy`` 'sets' or 'sort' forces
+    one-grid tasks of that kind (``group_budget=0``: one-grid tasks, kind
+    chosen per grid).  A grid's result is independent of all this and of
+    which thread built it (the tests compare them).
+
+    With ``write_ranks`` (fit_transform; needs ``grid_major`` and float
+    ``data``) the rank of row i's hash within grid p's vocabulary is written
+    into ``data``, viewed as uint32, at p*(n*data.itemsize/4) + i (inside
+    grid p's own hash slots, after they are read); ``finish_training_csr``
+    turns ranks into the CSR.
     """
     cdef Py_ssize_t size = max(indices.shape[0], data.shape[0])
     cdef Py_ssize_t n = size // P if P > 0 else 0
     cdef _VocabTasks loop = _VocabTasks()
-    cdef Py_ssize_t k, head = 0, q, p, n_open, grow_k, grow_d
-    cdef rf_vocab_task *t
+    cdef Py_ssize_t k, q, p0, G, n_open
+    cdef double v
+    cdef int mode
+    cdef rf_vocab_shared *sh
+    cdef int64_t v_keys, est_keys = 0, est_dir = 0
+    if strategy not in _STRATEGIES:
+        raise ValueError(f"strategy must be one of {sorted(_STRATEGIES)}, got {strategy!r}")
+    mode = _STRATEGIES[strategy]
+    if write_ranks and not (grid_major and data.dtype in (np.float32, np.float64)):
+        raise ValueError("write_ranks needs grid-major hashes and a float data buffer")
     cdef int64_t[::1] nk = np.zeros(P, dtype=np.int64)
     cdef int[::1] bits = np.zeros(P, dtype=np.intc)
-    cdef Py_ssize_t committed = 0
-    loop.store = _hash_store(indices, data)
-    loop.n, loop.P, loop.budget, loop.n_threads = n, P, group_budget, n_threads
-    loop.ind, loop.ind64 = NULL, 0
+    sh = &loop.shared
+    sh.store = _hash_store(indices, data, P, grid_major)
+    sh.n, sh.P, sh.budget, sh.strategy = n, P, group_budget, mode
+    sh.rank, sh.rank_gs = NULL, 0
     if write_ranks:
-        loop.ind = <void *>_address(indices)
-        loop.ind64 = indices.dtype == np.int64
-    loop.n_tasks = (P + GRID_GROUP - 1) // GRID_GROUP
-    loop.tasks = <rf_vocab_task *>calloc(max(1, loop.n_tasks), sizeof(rf_vocab_task))
-    loop.order = <Py_ssize_t *>malloc(max(1, loop.n_tasks) * sizeof(Py_ssize_t))
-    loop.result = <int *>calloc(max(1, loop.n_tasks), sizeof(int))
+        sh.rank = <uint32_t *>_address(data)
+        sh.rank_gs = n * data.dtype.itemsize // 4
+    if P > 0:
+        sh.nkeys, sh.bits = &nk[0], &bits[0]
+    loop.n_threads = n_threads
+    loop.scratch_bytes = 8 * max(1, min(n, <Py_ssize_t>RF_HBLOCK))  # a block of one grid's hashes
+    loop.tasks = <rf_vocab_task *>calloc(max(1, P), sizeof(rf_vocab_task))
+    loop.order = <Py_ssize_t *>malloc(max(1, P) * sizeof(Py_ssize_t))
+    loop.result = <int *>calloc(max(1, P), sizeof(int))
     if loop.tasks == NULL or loop.order == NULL or loop.result == NULL:
         raise MemoryError("not enough memory for the binning vocabulary")
     # Freed tables and pieces are kept for reuse, up to what one group's sets
     # may take (so the memory bar of fit_transform holds: see _group_budget).
-    loop.shared.spares.limit = <size_t>max(group_budget, 0)
-    for k in range(loop.n_tasks):
-        rf_vocab_task_init(&loop.tasks[k], k * GRID_GROUP, <int>min(<Py_ssize_t>GRID_GROUP, P - k * GRID_GROUP),
-                           &loop.shared)
-    while head < loop.n_tasks:
+    sh.spares.limit = <size_t>max(group_budget, 0)
+    # Plan from a sample of each group's first grid: few bins, a grouped task
+    # (hash sets sharing one pass over the rows); many, one-grid tasks.
+    for p0 in range(0, P, GRID_GROUP):
+        G = min(<Py_ssize_t>GRID_GROUP, P - p0)
+        v = 0.0
+        if mode == RF_VOCAB_AUTO:
+            with nogil:
+                v = rf_sample_vocab(&sh.store, p0, n)
+            if v < 0:
+                raise MemoryError("not enough memory for the binning vocabulary")
+        # the vocabulary's expected size (its arrays are reserved once, below)
+        v_keys = <int64_t>min(<double>n, 1.1 * v + 16)
+        est_keys += G * v_keys
+        est_dir += G * ((<int64_t>1 << rf_vocab_bits(v_keys)) + 1)
+        if rf_plan_split(sh, <int>G, v):
+            for q in range(G):
+                rf_vocab_task_init(&loop.tasks[loop.n_tasks], p0 + q, 1, sh, v)
+                loop.n_tasks += 1
+        else:
+            rf_vocab_task_init(&loop.tasks[loop.n_tasks], p0, <int>G, sh, v)
+            loop.n_tasks += 1
+    sh.tasks, sh.n_tasks = loop.tasks, loop.n_tasks
+    if rf_growbuf_init(&sh.keys, est_keys * sizeof(uint64_t)) != 0 or \
+            rf_growbuf_init(&sh.dir, est_dir * sizeof(uint32_t)) != 0:
+        raise MemoryError("not enough memory for the binning vocabulary")
+    while True:
         n_open = 0
-        for k in range(head, loop.n_tasks):
+        for k in range(loop.n_tasks):
             if loop.result[k] == 0:
                 loop.order[n_open] = k
                 n_open += 1
+        if n_open == 0:
+            break
         loop.n_chunks, loop.next_chunk = n_open, 0
-        if n_open > 0:
-            loop.run_slab()
-        for k in range(head, loop.n_tasks):
+        loop.run_slab()
+        for k in range(loop.n_tasks):
             if loop.result[k] == -3:  # pragma: no cover - a bug, not a user error
                 raise RuntimeError("internal error: training bins missing from the vocabulary")
             if loop.result[k] < 0:
                 raise MemoryError("not enough memory for the binning vocabulary")
-        # Commit the finished grids at the head, in grid order.
-        while head < loop.n_tasks:
-            t = &loop.tasks[head]
-            if t.ready > committed:
-                grow_k = grow_d = 0
-                for q in range(committed, t.ready):
-                    grow_k += t.nkeys[q]
-                    grow_d += (<int64_t>1 << t.bits[q]) + 1
-                _reserve(&loop.keys, loop.keys.size + grow_k * sizeof(uint64_t))
-                _reserve(&loop.directory, loop.directory.size + grow_d * sizeof(uint32_t))
-                for q in range(committed, t.ready):
-                    p = head * GRID_GROUP + q
-                    nk[p], bits[p] = t.nkeys[q], t.bits[q]
-                    memcpy(loop.keys.data + loop.keys.size, t.keys[q], t.nkeys[q] * sizeof(uint64_t))
-                    loop.keys.size += t.nkeys[q] * sizeof(uint64_t)
-                    grow_d = (<int64_t>1 << t.bits[q]) + 1
-                    memcpy(loop.directory.data + loop.directory.size, t.dir[q], grow_d * sizeof(uint32_t))
-                    loop.directory.size += grow_d * sizeof(uint32_t)
-                    rf_vocab_task_release(t, <int>q)
-                committed = t.ready
-            if loop.result[head] == 1 and committed == t.G:
-                rf_vocab_task_free(t)
-                head += 1
-                committed = 0
-            else:
-                break
-    rf_spares_free(&loop.shared.spares)
-    keys = _adopt(&loop.keys, sizeof(uint64_t), "Q")
-    directory = _adopt(&loop.directory, sizeof(uint32_t), "I")
+    if sh.commit_failed:
+        raise MemoryError("not enough memory for the binning vocabulary")
+    if sh.head != loop.n_tasks:  # pragma: no cover - a bug
+        raise RuntimeError("internal error: binning vocabulary not wholly committed")
+    rf_spares_free(&sh.spares)
+    keys = _adopt(&sh.keys, sizeof(uint64_t), "Q")
+    directory = _adopt(&sh.dir, sizeof(uint32_t), "I")
     key_offsets = np.zeros(P + 1, dtype=np.int64)
     np.cumsum(nk, out=key_offsets[1:])
     dir_sizes = (np.int64(1) << np.asarray(bits, dtype=np.int64)) + 1
@@ -490,53 +527,84 @@ def build_vocabularies(indices, data, Py_ssize_t P, int n_threads, bint write_ra
 
 
 # --------------------------------------------------------- CSR from ranks
-cdef class _FinishTraining(ChunkLoop):
-    cdef Py_ssize_t n, P
+cdef class _RanksToColumns(ChunkLoop):
+    # Rows in chunks of `rows`: each chunk reads its slice of every grid's
+    # ranks (grid-major) and writes its rows of the CSR indices (row-major),
+    # whose block stays in cache meanwhile.
+    cdef Py_ssize_t n, P, rows, gs
     cdef const int64_t *koff
+    cdef const uint32_t *rank
     cdef void *indices
-    cdef void *data
-    cdef bint idx64, f32
-    cdef double value
+    cdef bint idx64
 
     cdef void run_chunk(self, Py_ssize_t c, void *scratch) noexcept nogil:
-        cdef Py_ssize_t i0 = c * ROW_CHUNK, i1 = min((c + 1) * ROW_CHUNK, self.n)
-        if self.idx64 and self.f32:
-            _finish_rows(<int64_t *>self.indices, <float *>self.data, self.koff, self.P, i0, i1, self.value)
-        elif self.idx64:
-            _finish_rows(<int64_t *>self.indices, <double *>self.data, self.koff, self.P, i0, i1, self.value)
-        elif self.f32:
-            _finish_rows(<int32_t *>self.indices, <float *>self.data, self.koff, self.P, i0, i1, self.value)
+        cdef Py_ssize_t i0 = c * self.rows, i1 = min((c + 1) * self.rows, self.n)
+        if self.idx64:
+            _ranks_to_columns(<int64_t *>self.indices, self.rank, self.gs, self.koff, self.P, i0, i1)
         else:
-            _finish_rows(<int32_t *>self.indices, <double *>self.data, self.koff, self.P, i0, i1, self.value)
+            _ranks_to_columns(<int32_t *>self.indices, self.rank, self.gs, self.koff, self.P, i0, i1)
 
 
-cdef inline void _finish_rows(index_t *indices, floating *data, const int64_t *koff, Py_ssize_t P,
-                              Py_ssize_t i0, Py_ssize_t i1, double value) noexcept nogil:
-    cdef Py_ssize_t i, p, k
-    cdef floating v = <floating>value
-    for i in range(i0, i1):
-        for p in range(P):
-            k = i * P + p
-            indices[k] = <index_t>(indices[k] + koff[p])
-            data[k] = v
+cdef inline void _ranks_to_columns(index_t *indices, const uint32_t *rank, Py_ssize_t gs,
+                                   const int64_t *koff, Py_ssize_t P, Py_ssize_t i0,
+                                   Py_ssize_t i1) noexcept nogil:
+    cdef Py_ssize_t i, p
+    cdef const uint32_t *r
+    cdef int64_t off
+    for p in range(P):
+        r = rank + p * gs
+        off = koff[p]
+        for i in range(i0, i1):
+            indices[i * P + p] = <index_t>(r[i] + off)
 
 
 def finish_training_csr(Py_ssize_t P, const int64_t[::1] koff, index_t[::1] indices,
                         floating[::1] data, double value, int n_threads):
-    """Turn the ranks left by ``build_vocabularies`` into columns and set the values.
+    """Turn the ranks left by ``build_vocabularies(write_ranks=True)`` into the CSR.
 
-    indices[i*P + p] += koff[p]; data[:] = value (overwriting the hash halves
-    it may still hold).
+    indices[i*P + p] = rank of (row i, grid p) + koff[p], the ranks read from
+    ``data`` (where they were written, grid-major); then data[:] = value.
     """
-    cdef _FinishTraining loop = _FinishTraining()
+    cdef _RanksToColumns loop = _RanksToColumns()
     if indices.shape[0] != data.shape[0] or koff.shape[0] != P + 1:
         raise ValueError("indices, data and koff do not match")
     if indices.shape[0] == 0:
         return
-    loop.n, loop.P, loop.koff, loop.value, loop.n_threads = indices.shape[0] // P, P, &koff[0], value, n_threads
-    loop.indices, loop.data = &indices[0], &data[0]
-    loop.idx64, loop.f32 = index_t is int64_t, floating is float
-    loop.n_chunks = (loop.n + ROW_CHUNK - 1) // ROW_CHUNK
+    loop.n, loop.P, loop.koff, loop.n_threads = indices.shape[0] // P, P, &koff[0], n_threads
+    loop.rank, loop.gs = <const uint32_t *>&data[0], loop.n * sizeof(floating) // 4
+    loop.indices, loop.idx64 = &indices[0], index_t is int64_t
+    # a chunk's indices (rows x P) about 256 KiB: in L2 while it is written
+    loop.rows = max(16, (256 * 1024) // (P * sizeof(index_t)))
+    loop.n_chunks = (loop.n + loop.rows - 1) // loop.rows
+    loop.run()
+    # only now: the values overwrite the ranks
+    fill_value(data, value, n_threads)
+
+
+# ------------------------------------------------------ the floor (bench)
+cdef class _LsdSort(ChunkLoop):
+    cdef uint64_t *keys
+    cdef Py_ssize_t n
+
+    cdef void run_chunk(self, Py_ssize_t c, void *scratch) noexcept nogil:
+        rf_lsd_sort_u64(self.keys + c * self.n, <uint64_t *>scratch, self.n)
+
+
+def lsd_sort_grids(uint64_t[::1] keys, Py_ssize_t P, int n_threads):
+    """Sort each of the P runs of ``keys`` (grid-major, n each) in place: an LSD radix sort.
+
+    Not used by the estimator: ``bench/binning.py`` times it (with the
+    hashing) as the floor of ``fit_transform``.  One grid per chunk; each
+    thread sorts with its own n-key scratch.
+    """
+    cdef _LsdSort loop = _LsdSort()
+    if P <= 0 or keys.shape[0] % P != 0:
+        raise ValueError("keys must hold P runs of equal length")
+    if keys.shape[0] == 0:
+        return
+    loop.keys, loop.n, loop.n_threads = &keys[0], keys.shape[0] // P, n_threads
+    loop.n_chunks = P
+    loop.scratch_bytes = 8 * loop.n
     loop.run()
 
 

@@ -330,11 +330,11 @@ class RandomBinningFeatures(FeatureMap):
             indices = np.empty(0, dtype=np.int32)
             data = np.empty(n * P, dtype=np.uint64)
         grids = _binning_fast.Grids(state.U, state.INV, P)
-        _binning_fast.hash_rows(X, grids, indices, data, n_threads)
-        # With features wanted, each group of grids also leaves every row's rank
-        # in its vocabulary in `indices` while that vocabulary is in cache.
+        _binning_fast.hash_rows(X, grids, indices, data, n_threads, grid_major=True)
+        # With features wanted, each grid's build also leaves every row's rank
+        # in its vocabulary (in `data`, beside its hashes) while it is in cache.
         vocabulary = _binning_fast.build_vocabularies(
-            indices, data, P, n_threads, write_ranks=return_features,
+            indices, data, P, n_threads, write_ranks=return_features, grid_major=True,
             group_budget=_group_budget(indices.nbytes + data.nbytes, n_threads, return_features),
         )
         if return_features:
