@@ -61,9 +61,9 @@ from .kernels import UnitFrequencies, scale_frequencies
 from .nystroem_kernels import kernel_block, prepare_landmarks
 from .sampling import draw_unit_frequencies
 
-#: Rows a leverage fit reads at most (besides a multiple of the width): all of them up to here.
+#: Nyström landmarks are chosen among a uniform pool of min(n, max(POOL_ROWS, POOL_ROWS_PER_LANDMARK·m)) rows,
+#: the same for in-memory and Dask input (whose rows the pool brings to the client).
 POOL_ROWS = 20000
-#: ... or this many per landmark, if more.
 POOL_ROWS_PER_LANDMARK = 20
 #: Rows on which the Fourier pool's leverage is estimated: at most max(this, 2·n_freq).
 FOURIER_ROWS = 2000
@@ -249,7 +249,7 @@ def recursive_leverage_scores(pk, m, regularization, rng):
 
 
 def pool_size(n_samples, m):
-    """Rows a leverage fit reads: all up to ``POOL_ROWS``, else max(POOL_ROWS, 20 m)."""
+    """Rows a leverage fit reads: all up to ``POOL_ROWS``, else max(POOL_ROWS, POOL_ROWS_PER_LANDMARK·m)."""
     return int(min(n_samples, max(POOL_ROWS, POOL_ROWS_PER_LANDMARK * m)))
 
 
