@@ -384,7 +384,11 @@ class RandomFourierFeatures(FeatureMap):
         )
 
     def _legacy_state(self, attributes):
-        """The state of a map pickled by randfeat 0.1.0 (its fitted attributes, popped)."""
+        """The state of a map pickled by randfeat 0.1.0 (its fitted attributes, popped).
+
+        Parameters added since 0.1.0 get their defaults in ``attributes``.
+        """
+        attributes.setdefault("leverage_regularization", "auto")
         return FourierState(n_features_out=int(attributes.pop("n_features_out_")),
                             W=attributes.pop("random_weights_"), b=attributes.pop("random_offset_"),
                             gamma=attributes.pop("gamma_"), cossin=bool(attributes.pop("_cossin")))

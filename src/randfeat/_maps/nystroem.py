@@ -314,9 +314,8 @@ class Nystroem(FeatureMap):
     def _landmarks(self, summary, kernel):
         """(rows, indices): the landmark rows in the training dtype, and their indices (None if given)."""
         if isinstance(self.landmarks, str):
-            options = {} if self.landmarks == "uniform" else dict(
-                regularization=self.leverage_regularization, n_threads=self._threads())
-            idx = choose_landmarks(summary, self.n_components, self.random_state, kernel, self.landmarks, **options)
+            idx = choose_landmarks(summary, self.n_components, self.random_state, kernel, self.landmarks,
+                                   regularization=self.leverage_regularization, n_threads=self._threads())
             return summary.rows(idx), idx
         L = check_array(self.landmarks, accept_sparse="csr", dtype=summary.dtype, input_name="landmarks")
         if L.shape[1] != summary.n_features:
