@@ -19,10 +19,14 @@ and Iₜ's own landmarks are drawn by independent coins with probabilities
 pᵢ = min(1, c·l̃ᵢ) (c gives m of them in expectation), weights vᵢ = 1/pᵢ.
 If Cₛ + λ is within a factor (1 ± ε) of C + λ, the estimates satisfy
 τᵢ/(1 + ε) ≤ l̃ᵢ ≤ τᵢ/(1 − ε) (operator monotonicity of the inverse); for
-unweighted landmarks, Cₛ ≼ C and l̃ᵢ ≥ τᵢ exactly.  At the top the m
-landmarks are drawn without replacement with probabilities proportional to
-l̃ (Efraimidis & Spirakis's exponential keys), since Nyström features use
-K(L, L)⁻¹ᐟ² and duplicates or weights would change nothing.
+unweighted landmarks, Cₛ ≼ C and l̃ᵢ ≥ τᵢ exactly.  At the top, the
+pool's own weighted landmarks (drawn with the estimates from its half) give
+the final estimates, and the m Nyström landmarks are drawn without
+replacement with probabilities proportional to them (Efraimidis &
+Spirakis's exponential keys), since Nyström features use K(L, L)⁻¹ᐟ² and
+duplicates or weights would change nothing.  Every level costs O(|Iₜ|·m²)
+(blocks of 2048 rows, on ``n_jobs`` threads, the same bits for any count),
+O(n·m²) in all.
 
 **Leverage-weighted Fourier features** (``RandomFourierFeatures(sampling=
 'leverage')``): the empirical form (Li, Ton, Oglic & Sejdinovic, "Towards a
