@@ -323,8 +323,8 @@ def test_nystroem_callable_precomputed_and_array_landmarks():
 
 
 def test_nystroem_landmark_options_and_errors():
-    with pytest.raises(InvalidParameterError, match="'leverage' \\(ridge leverage scores\\) is not available yet"):
-        Nystroem(landmarks="leverage").fit(X_POS)
+    with pytest.raises(InvalidParameterError, match="Give 'uniform', 'leverage' or an array"):
+        Nystroem(landmarks="kmeans").fit(X_POS)
     with pytest.raises(ValueError, match="features"):
         Nystroem(landmarks=np.ones((3, 2))).fit(X_POS)
     with pytest.warns(UserWarning, match="n_components > n_samples"):

@@ -7,7 +7,7 @@ An odd ``n_components`` with the ``cossin`` map is computed by that kernel as
 """
 
 import dataclasses
-from numbers import Integral
+from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
@@ -19,6 +19,7 @@ from .contract import FeatureMap, MapState
 from .fourier_transform import fourier_features
 from .gamma import resolve_gamma
 from .kernels import GAMMA, KERNEL_NAMES, KERNELS, NU, scale_frequencies
+from .leverage import draw_fourier_leverage, leverage_frequencies
 from .sampling import SAMPLINGS, draw_unit_frequencies
 from .structured import STRUCTURED_SAMPLINGS, StructuredState, check_kernel, draw_structured, multipliers
 
@@ -83,12 +84,16 @@ class FourierState(MapState):
         The phases (``cos``), the odd ``cossin`` width's single phase, or None.
     gamma : float
     cossin : bool
+    weights : ndarray of shape (n_freq,) or None
+        Importance weights of the frequencies (``sampling='leverage'``): each
+        frequency's feature columns are multiplied by their square roots.
     """
 
     W: np.ndarray
     b: np.ndarray | None
     gamma: float
     cossin: bool
+    weights: np.ndarray | None = None
 
     def check(self):
         """Raise ValueError unless W, b and the width agree (what the kernel will read)."""
@@ -105,6 +110,10 @@ class FourierState(MapState):
             raise ValueError("random_offset_ must be None for an even cossin map")
         if n_phases and not (isinstance(b, np.ndarray) and b.shape == (n_phases,) and b.dtype == W.dtype):
             raise ValueError(f"random_offset_ must be an array of {n_phases} phases in {W.dtype}")
+        w = self.weights
+        if w is not None and not (isinstance(w, np.ndarray) and w.shape == (n_freq,) and w.dtype == np.float64
+                                  and np.isfinite(w).all() and (w > 0).all()):
+            raise ValueError(f"importance_weights_ must be None or {n_freq} positive finite float64 weights")
 
 
 class RandomFourierFeatures(FeatureMap):
@@ -149,7 +158,7 @@ class RandomFourierFeatures(FeatureMap):
         because at equal output width it approximates the kernel with lower
         variance (Sutherland & Schneider, 2015): the random phase b of the
         ``cos`` map adds noise that the sin/cos pair cancels exactly.
-    sampling : {'iid', 'orthogonal', 'qmc', 'sorf', 'fastfood'}, default='iid'
+    sampling : {'iid', 'orthogonal', 'qmc', 'sorf', 'fastfood', 'leverage'}, default='iid'
         How the frequencies are drawn: i.i.d. from the spectral density;
         ``'orthogonal'``: Orthogonal Random Features (Yu et al., 2016), rows
         of stacked random orthogonal blocks rescaled to the density's radial
@@ -168,6 +177,23 @@ class RandomFourierFeatures(FeatureMap):
         correlated, so its error is somewhat above ``'iid'``'s
         (``bench/results/approx_error_dims.md``).  They store no
         ``random_weights_``.
+        ``'leverage'``: from the kernel's ridge leverage function
+        (Avron et al., 2017) in the empirical form of Li et al. (2019): a
+        pool of 4·D' frequencies drawn i.i.d., each one's leverage estimated
+        on a uniform sample of max(2000, 2·D') training rows (all rows of
+        smaller data, read through the input summary, also for Dask), D'
+        frequencies drawn from the pool with probabilities q ∝ leverage and
+        weighted by 1/(4D'·q) so that ``E[z(x)ᵀz(y)] = k(x, y)`` still
+        (``importance_weights_``).  Data-dependent: fit reads X.  Costs
+        O(n_s²·D' + n_s³) at fit (n_s the sampled rows) and one more pass
+        over the output at transform.
+    leverage_regularization : 'auto' or float, default='auto'
+        λ of the ridge leverage function with ``sampling='leverage'``
+        (ignored otherwise), on the scale of the n × n training kernel
+        matrix: the scale of ``alpha`` of a ridge regression on the features.
+        ``'auto'``: the λ at which the effective dimension Σᵢ σᵢ/(σᵢ + λ)
+        of the sampled rows' kernel (eigenvalues σᵢ)
+        equals D', the number of frequencies.
     random_state : int, RandomState, Generator or None, default=None
         Seeds the draw of W and b.
     n_jobs : int or None, default=None
@@ -217,7 +243,8 @@ class RandomFourierFeatures(FeatureMap):
         "gamma": [*GAMMA, StrOptions({"scale"})],
         "nu": NU,
         "feature_map": [StrOptions(set(FEATURE_MAPS))],
-        "sampling": [StrOptions(set(SAMPLINGS) | set(STRUCTURED_SAMPLINGS))],
+        "sampling": [StrOptions(set(SAMPLINGS) | set(STRUCTURED_SAMPLINGS) | {"leverage"})],
+        "leverage_regularization": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
         "random_state": ["random_state", np.random.Generator],
         "n_jobs": N_JOBS,
     }
@@ -231,6 +258,7 @@ class RandomFourierFeatures(FeatureMap):
         nu=1.5,
         feature_map="cossin",
         sampling="iid",
+        leverage_regularization="auto",
         random_state=None,
         n_jobs=None,
     ):
@@ -240,6 +268,7 @@ class RandomFourierFeatures(FeatureMap):
         self.nu = nu
         self.feature_map = feature_map
         self.sampling = sampling
+        self.leverage_regularization = leverage_regularization
         self.random_state = random_state
         self.n_jobs = n_jobs
 
@@ -277,6 +306,12 @@ class RandomFourierFeatures(FeatureMap):
         return self._fitted_state().b
 
     @property
+    def importance_weights_(self):
+        """ndarray of shape (n_freq,) or None: the frequencies' importance weights (``sampling='leverage'``)."""
+        state = self._fitted_state()
+        return state.weights if isinstance(state, FourierState) else None
+
+    @property
     def gamma_(self):
         """float: the numeric gamma used (resolves ``gamma='scale'``)."""
         return self._fitted_state().gamma
@@ -284,11 +319,15 @@ class RandomFourierFeatures(FeatureMap):
     # --------------------------------------------------------- the contract
     def _draw(self, summary):
         """Draw the frequencies for inputs like the training data (its width; its variance for 'scale')."""
+        if self.sampling == "leverage":
+            return self._leverage_states(summary, [resolve_gamma(self.gamma, summary)])[0]
         unit, b = self._draw_unit_frequencies(summary.n_features)
         return self._state_at(unit, b, resolve_gamma(self.gamma, summary), summary.dtype)
 
     def _draw_path(self, summary, gammas):
         """One state per gamma, all from one draw of the unit frequencies (each as a fit at that gamma)."""
+        if self.sampling == "leverage":
+            return self._leverage_states(summary, gammas)
         unit, b = self._draw_unit_frequencies(summary.n_features)
         return [self._state_at(unit, b, float(g), summary.dtype) for g in gammas]
 
@@ -308,7 +347,23 @@ class RandomFourierFeatures(FeatureMap):
             b = rng.uniform(0.0, 2.0 * np.pi, size=1)  # phase of the single column
         return unit, b
 
-    def _state_at(self, unit, b, gamma, dtype):
+    def _leverage_states(self, summary, gammas):
+        """One state per gamma: the pool, rows and uniforms drawn once, the leverage and resampling per gamma."""
+        cossin = self.feature_map == "cossin"
+        n_freq = (self.n_components + 1) // 2 if cossin else self.n_components
+        rng, spec = as_generator(self.random_state), KERNELS[self.kernel]
+        draw = draw_fourier_leverage(spec, summary.n_features, n_freq, self.nu, summary.n_samples, rng,
+                                     with_offset=not cossin)
+        b = rng.uniform(0.0, 2.0 * np.pi, size=1) if cossin and self.n_components % 2 else draw.b
+        rows = summary.rows(draw.rows)
+        states = []
+        for g in gammas:
+            unit, weights = leverage_frequencies(spec, draw, rows, float(g), self.leverage_regularization,
+                                                 summary.n_samples, self._threads())
+            states.append(self._state_at(unit, b, float(g), summary.dtype, weights))
+        return states
+
+    def _state_at(self, unit, b, gamma, dtype, weights=None):
         """The frequencies at ``gamma`` (``kernels.scale_frequencies``), checked, as a ``FourierState``."""
         if self.sampling in STRUCTURED_SAMPLINGS:
             with np.errstate(over="ignore", invalid="ignore"):
@@ -323,7 +378,7 @@ class RandomFourierFeatures(FeatureMap):
         self._check_frequencies(W, gamma)
         return FourierState(n_features_out=int(self.n_components), W=W,
                             b=None if b is None else b.astype(dtype, copy=False), gamma=gamma,
-                            cossin=self.feature_map == "cossin")
+                            cossin=self.feature_map == "cossin", weights=weights)
 
     def _check_frequencies(self, W, gamma):
         """Raise unless every frequency is finite in the features' dtype (else the features are NaN)."""
@@ -350,6 +405,10 @@ class RandomFourierFeatures(FeatureMap):
         Z = fourier_features(X, state.W, None if state.cossin else state.b, state.cossin, n_threads)
         if state.cossin and state.n_features_out % 2:
             Z = _fold_odd_cossin(Z, float(state.b[0]))
+        if state.weights is not None:
+            # Each frequency's columns (cossin: [cos.., sin..] with an odd width's last sin dropped).
+            root = np.sqrt(state.weights)
+            Z *= np.concatenate([root, root[: Z.shape[1] - root.size]]).astype(Z.dtype)
         self._check_no_overflow(X, Z, state.W)
         return Z
 
@@ -367,7 +426,11 @@ class RandomFourierFeatures(FeatureMap):
         )
 
     def _legacy_state(self, attributes):
-        """The state of a map pickled by randfeat 0.1.0 (its fitted attributes, popped)."""
+        """The state of a map pickled by randfeat 0.1.0 (its fitted attributes, popped).
+
+        Parameters added since 0.1.0 get their defaults in ``attributes``.
+        """
+        attributes.setdefault("leverage_regularization", "auto")
         return FourierState(n_features_out=int(attributes.pop("n_features_out_")),
                             W=attributes.pop("random_weights_"), b=attributes.pop("random_offset_"),
                             gamma=attributes.pop("gamma_"), cossin=bool(attributes.pop("_cossin")))

@@ -10,9 +10,10 @@ and multiplied sub-tile by sub-tile in one compiled pass
 (``nystroem_kernels``).
 
 Landmark methods are looked up in ``LANDMARK_METHODS`` (name → function
-``(summary, n_components, rng, kernel) -> row indices``, ``summary`` the
-training input's ``InputSummary``, which also gives rows); a new method
-(e.g. ridge leverage scores) is one more entry and one more allowed string.
+``(summary, n_components, rng, kernel, **options) -> row indices``,
+``summary`` the training input's ``InputSummary``, which also gives rows):
+``'uniform'`` here, ``'leverage'`` (approximate ridge leverage scores) in
+``leverage.py``.
 """
 
 import dataclasses
@@ -31,12 +32,13 @@ from .._core.threads import single_threaded_blas
 from .._core.validation import N_JOBS, Interval
 from .._ext._kernel_approx_fast import pack_panels, product_panel_width
 from .contract import FeatureMap, MapState
+from .leverage import leverage_landmarks
 from .nystroem_kernels import (KERNEL_NAMES, NystroemKernel, check_kernel_input, kernel_block, nystroem_features,
                                prepare_landmarks, resolve_kernel)
 from .sklearn_compat import draw_rng
 
 
-def uniform_landmarks(summary, n_components, rng, kernel):
+def uniform_landmarks(summary, n_components, rng, kernel, **options):
     """scikit-learn's landmarks: the first n_components of a random permutation of the rows.
 
     Parameters
@@ -48,6 +50,8 @@ def uniform_landmarks(summary, n_components, rng, kernel):
     rng : RandomState or Generator
     kernel : NystroemKernel
         Unused (a data-dependent method would need it).
+    **options
+        Unused (the options of other methods).
 
     Returns
     -------
@@ -57,10 +61,10 @@ def uniform_landmarks(summary, n_components, rng, kernel):
 
 
 #: ``landmarks=`` strings and the functions that choose the rows.
-LANDMARK_METHODS = {"uniform": uniform_landmarks}
+LANDMARK_METHODS = {"uniform": uniform_landmarks, "leverage": leverage_landmarks}
 
 
-def choose_landmarks(summary, n_components, random_state, kernel, method="uniform"):
+def choose_landmarks(summary, n_components, random_state, kernel, method="uniform", **options):
     """Row indices of the landmarks, with scikit-learn's warning when n_components > n_samples.
 
     Parameters
@@ -71,6 +75,8 @@ def choose_landmarks(summary, n_components, random_state, kernel, method="unifor
     kernel : NystroemKernel
     method : str
         A key of ``LANDMARK_METHODS``.
+    **options
+        Passed on to the method (``'leverage'``: ``regularization``, ``n_threads``).
 
     Returns
     -------
@@ -84,7 +90,7 @@ def choose_landmarks(summary, n_components, random_state, kernel, method="unifor
             " in inefficient evaluation of the full kernel."
         )
         n_components = n_samples
-    return LANDMARK_METHODS[method](summary, n_components, draw_rng(random_state), kernel)
+    return LANDMARK_METHODS[method](summary, n_components, draw_rng(random_state), kernel, **options)
 
 
 def nystroem_normalization(K_mm):
@@ -200,11 +206,29 @@ class Nystroem(FeatureMap):
         Threads for the kernel block and transform.  None or -1: all
         available cores (scikit-learn: one job).  The output is bit-identical
         whatever ``n_jobs`` is.
-    landmarks : 'uniform' or array-like of shape (n_landmarks, n_features), default='uniform'
+    landmarks : {'uniform', 'leverage'} or array-like of shape (n_landmarks, n_features), default='uniform'
         randfeat's addition.  ``'uniform'``: ``n_components`` training rows
-        drawn uniformly without replacement (scikit-learn's choice).  An
-        array: the user's own landmarks (``n_components`` is then ignored and
-        ``component_indices_`` is None); not with ``kernel='precomputed'``.
+        drawn uniformly without replacement (scikit-learn's choice).
+        ``'leverage'``: ``n_components`` distinct training rows drawn with
+        probabilities proportional to approximate ridge leverage scores
+        (recursive sampling, Musco & Musco 2017), O(n·m²) time, never the
+        n × n kernel; it reads a uniform sample of max(20000, 20·m) rows
+        (all rows of smaller data; the same rows for in-memory and Dask
+        input), and needs a positive semi-definite kernel (not ``sigmoid``
+        or ``additive_chi2``).  An array: the user's own landmarks
+        (``n_components`` is then ignored and ``component_indices_`` is
+        None); not with ``kernel='precomputed'``.
+    leverage_regularization : 'auto' or float, default='auto'
+        λ of the ridge leverage scores τᵢ = [K(K + λI)⁻¹]ᵢᵢ with
+        ``landmarks='leverage'`` (ignored otherwise), on the scale of the
+        n × n training kernel matrix K: the scale of ``alpha`` of a ridge
+        regression on the features (``Ridge(alpha=a)`` → ``a`` targets that
+        fit, as in the statistical guarantees of leverage sampling).
+        ``'auto'``: the λ at which the effective dimension Σᵢ τᵢ equals
+        ``n_components`` (estimated during the recursion), the budget of
+        landmarks; it needs no knowledge of the later fit's alpha.  Small λ
+        make all scores near 1 and large λ make them proportional to
+        k(x, x): both are uniform sampling for rbf.
 
     Attributes
     ----------
@@ -245,10 +269,11 @@ class Nystroem(FeatureMap):
         "random_state": ["random_state", np.random.Generator],
         "n_jobs": N_JOBS,
         "landmarks": [StrOptions(set(LANDMARK_METHODS)), "array-like", "sparse matrix"],
+        "leverage_regularization": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
     }
 
     def __init__(self, kernel="rbf", *, gamma=None, coef0=None, degree=None, kernel_params=None, n_components=100,
-                 random_state=None, n_jobs=None, landmarks="uniform"):
+                 random_state=None, n_jobs=None, landmarks="uniform", leverage_regularization="auto"):
         self.kernel = kernel
         self.gamma = gamma
         self.coef0 = coef0
@@ -258,11 +283,11 @@ class Nystroem(FeatureMap):
         self.random_state = random_state
         self.n_jobs = n_jobs
         self.landmarks = landmarks
+        self.leverage_regularization = leverage_regularization
 
     def _explain_invalid(self, name, value):
         if name == "landmarks" and isinstance(value, str):
-            later = " 'leverage' (ridge leverage scores) is not available yet." if value == "leverage" else ""
-            return f"Give 'uniform' or an array of landmark rows of shape (n_landmarks, n_features).{later}"
+            return "Give 'uniform', 'leverage' or an array of landmark rows of shape (n_landmarks, n_features)."
         return super()._explain_invalid(name, value)
 
     def _check_param_combinations(self):
@@ -289,7 +314,8 @@ class Nystroem(FeatureMap):
     def _landmarks(self, summary, kernel):
         """(rows, indices): the landmark rows in the training dtype, and their indices (None if given)."""
         if isinstance(self.landmarks, str):
-            idx = choose_landmarks(summary, self.n_components, self.random_state, kernel, self.landmarks)
+            idx = choose_landmarks(summary, self.n_components, self.random_state, kernel, self.landmarks,
+                                   regularization=self.leverage_regularization, n_threads=self._threads())
             return summary.rows(idx), idx
         L = check_array(self.landmarks, accept_sparse="csr", dtype=summary.dtype, input_name="landmarks")
         if L.shape[1] != summary.n_features:
@@ -301,13 +327,21 @@ class Nystroem(FeatureMap):
         return self._draw_path(summary, [self.gamma])[0]
 
     def _draw_path(self, summary, gammas):
-        """One choice of landmarks, one normalisation per gamma (each as a fit at that gamma)."""
+        """One choice of landmarks, one normalisation per gamma (each as a fit at that gamma).
+
+        Leverage scores depend on the kernel, so ``'leverage'`` chooses the
+        landmarks again at each gamma (from the same ``random_state``).
+        """
         kernel = resolve_kernel(self.kernel, self.gamma, self.coef0, self.degree, self.kernel_params,
                                 summary.n_features)
-        L, idx = self._landmarks(summary, kernel)
+        per_gamma = isinstance(self.landmarks, str) and self.landmarks == "leverage"
+        if not per_gamma:
+            L, idx = self._landmarks(summary, kernel)
         states = []
         for g in gammas:
             k = resolve_kernel(self.kernel, g, self.coef0, self.degree, self.kernel_params, summary.n_features)
+            if per_gamma:
+                L, idx = self._landmarks(summary, k)
             states.append(self._make_state(k, L, idx, summary.dtype))
         return states
 
