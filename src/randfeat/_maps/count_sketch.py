@@ -241,10 +241,10 @@ class PolynomialCountSketch(FeatureMap):
 
     Attributes
     ----------
-    indexHash_ : ndarray of shape (degree, n_features_in_ (+1)), dtype=int64
+    indexHash_ : ndarray of shape (degree, n_features (+1)), dtype=int64
         The count sketches' hash functions, values in [0, n_components); one
         column more when coef0 ≠ 0.
-    bitHash_ : ndarray of shape (degree, n_features_in_ (+1)), dtype=int64
+    bitHash_ : ndarray of shape (degree, n_features (+1)), dtype=int64
         Their signs, in {+1, −1}.
     n_features_in_ : int
         Number of features seen during fit.
@@ -290,12 +290,12 @@ class PolynomialCountSketch(FeatureMap):
 
     @property
     def indexHash_(self):  # noqa: N802 - scikit-learn's name
-        """ndarray of shape (degree, n_features_in_ (+1)): the hash functions."""
+        """ndarray of shape (degree, n_features (+1)): the hash functions."""
         return self._fitted_state().index_hash
 
     @property
     def bitHash_(self):  # noqa: N802 - scikit-learn's name
-        """ndarray of shape (degree, n_features_in_ (+1)): the signs."""
+        """ndarray of shape (degree, n_features (+1)): the signs."""
         return self._fitted_state().bit_hash
 
     def _draw(self, summary):

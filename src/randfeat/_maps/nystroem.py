@@ -232,7 +232,7 @@ class Nystroem(FeatureMap):
 
     Attributes
     ----------
-    components_ : ndarray or sparse matrix of shape (n_components, n_features_in_)
+    components_ : ndarray or sparse matrix of shape (n_components, n_features)
         The landmarks, in the training data's dtype (sparse for sparse X).
     component_indices_ : ndarray of shape (n_components,), dtype=int64, or None
         Indices of ``components_`` in the training set.
@@ -297,7 +297,7 @@ class Nystroem(FeatureMap):
 
     @property
     def components_(self):
-        """ndarray or sparse matrix of shape (n_components, n_features_in_): the landmarks."""
+        """ndarray or sparse matrix of shape (n_components, n_features): the landmarks."""
         return self._fitted_state().components
 
     @property

@@ -159,7 +159,7 @@ class RBFSampler(FeatureMap):
     ----------
     random_offset_ : ndarray of shape (n_components,)
         The phases b, in the training data's dtype.
-    random_weights_ : ndarray of shape (n_features_in_, n_components)
+    random_weights_ : ndarray of shape (n_features, n_components)
         The frequencies W, in the training data's dtype.
     n_features_in_ : int
         Number of features seen during fit.
@@ -197,7 +197,7 @@ class RBFSampler(FeatureMap):
 
     @property
     def random_weights_(self):
-        """ndarray of shape (n_features_in_, n_components): the frequencies W."""
+        """ndarray of shape (n_features, n_components): the frequencies W."""
         return self._fitted_state().W
 
     @property

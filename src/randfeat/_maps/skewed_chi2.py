@@ -150,7 +150,7 @@ class SkewedChi2Sampler(FeatureMap):
 
     Attributes
     ----------
-    random_weights_ : ndarray of shape (n_features_in_, n_components)
+    random_weights_ : ndarray of shape (n_features, n_components)
         Frequencies, drawn from the hyperbolic secant density, in the training data's dtype.
     random_offset_ : ndarray of shape (n_components,)
         Phases, uniform in [0, 2π), in the training data's dtype.
@@ -189,7 +189,7 @@ class SkewedChi2Sampler(FeatureMap):
 
     @property
     def random_weights_(self):
-        """ndarray of shape (n_features_in_, n_components): the frequencies."""
+        """ndarray of shape (n_features, n_components): the frequencies."""
         return self._fitted_state().W
 
     @property
