@@ -1,6 +1,6 @@
 """randfeat on a busy machine: each call idle, and beside 1 and 2 CPU-bound processes.
 
-    python bench/contention.py [--runs 5] [--quick]
+    python bench/contention.py [--runs 5] [--cases SUBSTRING ...] [--out DIR]
 
 Users run beside a browser, other notebooks, a shared CI runner.  Each case
 is run ``--runs`` times in a fresh child process (so no run warms the next)
