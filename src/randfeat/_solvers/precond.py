@@ -113,6 +113,40 @@ class HeavyBlockPreconditioner:
         return np.einsum("ij,ij->j", RH, ZH)
 
 
+def _heavy_candidates(ops, diag, alpha):
+    """(columns above the ratio, increasing; the block's largest size), or None when no block can be built."""
+    if not ops.has(Capability.GRAM_BLOCK) or alpha <= 0:
+        return None
+    h_max = max_block_size(ops.entries)
+    heavy = np.flatnonzero(diag > (1.0 + HEAVY_RATIO) * alpha)
+    if len(heavy) < MIN_BLOCK or h_max < MIN_BLOCK:
+        return None
+    return heavy, h_max
+
+
+def _chosen(diag, heavy, h_max):
+    """The h_max largest diagonals among ``heavy`` (all of them if fewer), increasing."""
+    if len(heavy) > h_max:
+        # Stable sort so ties break by column.
+        heavy = heavy[np.argsort(-diag[heavy], kind="stable")[:h_max]]
+    return np.sort(heavy)
+
+
+def _top_mass_below(diag, heavy, h_max, bound):
+    """True if Σ of the h_max largest diagonals among ``heavy`` is below ``bound``, found without sorting them.
+
+    First h·max(diag) (an upper bound on that sum: no pass at all), then the
+    sum of a partition (the same values as the sorted choice, summed in
+    another order).
+    """
+    if min(len(heavy), h_max) * float(diag.max()) < bound:
+        return True
+    values = diag[heavy]
+    if len(values) > h_max:
+        values = np.partition(values, len(values) - h_max)[len(values) - h_max :]
+    return float(values.sum()) < bound
+
+
 def heavy_columns(ops, diag, alpha):
     """Return the columns the heavy block would hold (increasing), or None when there is no block to build.
 
@@ -132,16 +166,8 @@ def heavy_columns(ops, diag, alpha):
         Z), alpha is 0 (no scale to call a column heavy against), or fewer
         than ``MIN_BLOCK`` columns are heavy.
     """
-    if not ops.has(Capability.GRAM_BLOCK) or alpha <= 0:
-        return None
-    h_max = max_block_size(ops.entries)
-    heavy = np.flatnonzero(diag > (1.0 + HEAVY_RATIO) * alpha)
-    if len(heavy) < MIN_BLOCK or h_max < MIN_BLOCK:
-        return None
-    if len(heavy) > h_max:
-        # The h_max largest diagonals; stable sort so ties break by column.
-        heavy = heavy[np.argsort(-diag[heavy], kind="stable")[:h_max]]
-    return np.sort(heavy)
+    candidates = _heavy_candidates(ops, diag, alpha)
+    return None if candidates is None else _chosen(diag, *candidates)
 
 
 #: Rows of the h × h block updated per step of ``_subtract_outer``:
@@ -274,6 +300,11 @@ def jacobi_block_preconditioner(normal, alpha, scaled_identity=False):
     below that the block is left out (a scaled identity alone).  Without a
     diagonal (no column statistics) M = I.
 
+    Cost: the choice reads only the diagonal (O(D), no sort of it unless
+    the block's mass is within rounding of the bound); the block itself
+    (its Gram, Cholesky factor and inverse, O(h³) with h up to
+    ``MAX_BLOCK``) is built only when it is kept.
+
     Parameters
     ----------
     normal : NormalOperator
@@ -293,16 +324,23 @@ def jacobi_block_preconditioner(normal, alpha, scaled_identity=False):
     diag[diag <= 0] = 1.0
     inv_diag = 1.0 / diag
     rest = "a scaled identity" if scaled_identity else "Jacobi"
-    columns = heavy_columns(normal.ops, diag, alpha)
-    if scaled_identity and columns is not None and diag[columns].sum() < HEAVY_BLOCK_MIN_SHARE * diag.sum():
-        # Light "heavy" columns: the block's exact inverse amplifies their
-        # coupling to the rest (its small eigenvalues are ~alpha) and cost
-        # 6× the iterations of no block on the measured case.  Decided from
-        # the diagonal before the block is built: on a matrix with no column
-        # heavier than the rest (uniform bins at alpha = 0.1, every column
-        # above the ratio, the 2048 chosen ones 0.4% of the mass) building
-        # it to throw it away was a quarter of the fit.
-        columns = None
+    # Light "heavy" columns (with a scaled identity): the block's exact
+    # inverse amplifies their coupling to the rest (its small eigenvalues
+    # are ~alpha) and cost 6× the iterations of no block on the measured
+    # case.  Decided from the diagonal before the block is built: on a
+    # matrix with no column heavier than the rest (uniform bins at alpha =
+    # 0.1: every column above the ratio, the 2048 chosen ones 0.4% of the
+    # mass) building it to throw it away was a quarter of the fit.  The
+    # chosen columns' mass is first bounded by h·max(diag), then summed
+    # unsorted (a partition, not a sort of all D diagonals): only a mass
+    # within rounding of the bound needs the columns themselves to decide.
+    candidates = _heavy_candidates(normal.ops, diag, alpha)
+    bound = HEAVY_BLOCK_MIN_SHARE * diag.sum()
+    columns = None
+    if candidates is not None and not (scaled_identity and _top_mass_below(diag, *candidates, (1.0 - 1e-9) * bound)):
+        columns = _chosen(diag, *candidates)
+        if scaled_identity and diag[columns].sum() < bound:
+            columns = None
     block = None if columns is None else heavy_block_preconditioner(
         normal.ops, diag, alpha, normal.mean, normal.weights, normal.weight_sum, columns)
     if block is None:
