@@ -348,3 +348,30 @@ def test_uniform_bins_fit_bitwise_equal_for_any_n_jobs(K, monkeypatch):
     for f in fits[1:]:
         assert np.array_equal(fits[0].n_iter_, f.n_iter_) and np.array_equal(fits[0].coef_, f.coef_)
         assert np.array_equal(fits[0].intercept_, f.intercept_)
+
+
+def test_one_pass_gives_the_column_means_and_the_diagonal(monkeypatch):
+    import randfeat._linalg.onehot as onehot_mod
+
+    Z, _ = binning()
+    w = np.random.default_rng(4).uniform(0.5, 2.0, Z.shape[0])
+    fresh = {name: NormalOperator(make_products(Z, 1), weights, True) for name, weights in (("unit", None), ("w", w))}
+    passes = []
+    tmatmat = onehot_mod.onehot_tmatmat
+    monkeypatch.setattr(onehot_mod, "onehot_tmatmat", lambda *a: passes.append(1) or tmatmat(*a))
+    for weights in (None, w):
+        normal = NormalOperator(make_products(Z, 1), weights, True)
+        diag = normal.diagonal()
+        # Unit weights: the means' pass serves the diagonal; weights: a pass each.
+        assert len(passes) == (1 if weights is None else 2)
+        passes.clear()
+        ref = fresh["unit" if weights is None else "w"]
+        assert np.array_equal(normal.mean, ref.mean) and np.array_equal(diag, ref.diagonal())
+        ww = np.ones(Z.shape[0]) if weights is None else weights
+        Zc = Z.toarray() - ww @ Z.toarray() / ww.sum()
+        np.testing.assert_allclose(diag, ww @ Zc**2, rtol=1e-10, atol=1e-12)
+    ops = make_products(Z, 1)
+    sums = ops.column_sums(np.ones(Z.shape[0]))
+    sums[:] = -1.0  # the caller's copy: the kept sums stay as they were
+    assert np.array_equal(ops.column_sums(np.ones(Z.shape[0])), make_products(Z, 1).column_sums(np.ones(Z.shape[0])))
+    np.testing.assert_allclose(ops.column_sums(np.ones(Z.shape[0])), np.asarray(Z.sum(axis=0)).ravel(), rtol=1e-13)

@@ -175,6 +175,7 @@ class OneHotBlockProducts(FeatureOperator):
         self._cols = Z.indices.reshape(N, G) if Z.indices.dtype == np.int32 and N * G > 0 else None
         self._work = None  # normal()'s N × K intermediate
         self._pad = None  # the padded copy of Z @ P's operand (``_padded``)
+        self._unit_sums = None  # Σ_i Z_ij, kept: the column means and the diagonal both need it
 
     @property
     def entries(self):
@@ -243,8 +244,21 @@ class OneHotBlockProducts(FeatureOperator):
         return self._rmatmat(U, self.dtype, out), sums.sum(axis=0)  # block order: thread-count independent
 
     def column_sums(self, w):
-        """Return Σ_i w_i Z_ij for each column j, float64."""
-        return self._rmatmat(np.asarray(w, dtype=np.float64)[:, None], np.float64)[:, 0]
+        """Return Σ_i w_i Z_ij for each column j, float64.
+
+        The sums for unit weights are computed once and kept: a CG fit
+        without weights asks for them twice (the column means, then the
+        diagonal of Z_cᵀZ_c, which for one value c is c·Σ_i Z_ij), and each
+        is a pass over all of Z.  Unit weights are recognised by value (one
+        pass over w), so any array of ones gets the same bits.
+        """
+        w = np.asarray(w, dtype=np.float64)
+        if not np.all(w == 1.0):
+            return self._rmatmat(w[:, None], np.float64)[:, 0]
+        if self._unit_sums is None:
+            self._unit_sums = self._rmatmat(w[:, None], np.float64)[:, 0]
+            self._unit_sums.setflags(write=False)
+        return self._unit_sums.copy()
 
     def column_sq_sums(self, w):
         """Return Σ_i w_i Z_ij² for each column j, float64."""
@@ -258,4 +272,4 @@ class OneHotBlockProducts(FeatureOperator):
     def close(self):
         """Release the block-major bins and the work buffers."""
         self.bins = None
-        self._work = self._pad = None
+        self._work = self._pad = self._unit_sums = None
