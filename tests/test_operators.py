@@ -375,3 +375,21 @@ def test_one_pass_gives_the_column_means_and_the_diagonal(monkeypatch):
     sums[:] = -1.0  # the caller's copy: the kept sums stay as they were
     assert np.array_equal(ops.column_sums(np.ones(Z.shape[0])), make_products(Z, 1).column_sums(np.ones(Z.shape[0])))
     np.testing.assert_allclose(ops.column_sums(np.ones(Z.shape[0])), np.asarray(Z.sum(axis=0)).ravel(), rtol=1e-13)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+def test_gram_block_in_slabs_is_one_pass_to_the_bit(weighted, index_dtype, monkeypatch):
+    import randfeat._linalg.csr as csr_mod
+
+    Z, _ = binning(n=2000, P=12)
+    indptr, indices = Z.indptr.astype(index_dtype), Z.indices.astype(index_dtype)
+    w = np.random.default_rng(5).uniform(0.5, 2.0, Z.shape[0]) if weighted else None
+    columns = np.sort(np.random.default_rng(6).choice(Z.shape[1], 60, replace=False))
+    one = csr_mod.csr_gram_block_of((indptr, indices, Z.data), Z.shape[1], columns, w, 2)
+    monkeypatch.setattr(csr_mod, "GRAM_SLAB_ENTRIES", 37)  # slabs of a few rows
+    slabs = csr_mod.csr_gram_block_of((indptr, indices, Z.data), Z.shape[1], columns, w, 2)
+    assert np.array_equal(one, slabs)
+    Zh = Z.toarray()[:, columns]
+    ww = np.ones(Z.shape[0]) if w is None else w
+    np.testing.assert_allclose(one, Zh.T @ (ww[:, None] * Zh), rtol=1e-12, atol=1e-12)
