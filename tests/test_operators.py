@@ -289,6 +289,9 @@ def test_heavy_block_is_todays_to_the_bit():
         inverse, info = scipy.linalg.get_lapack_funcs("potri", (L,))(L, lower=1)
     assert info == 0
     assert np.array_equal(block.inverse, np.tril(inverse) + np.tril(inverse, -1).T)
+    # C-ordered, as that sum was: a Fortran-ordered inverse sends the
+    # products to another BLAS path (other bits, other iteration counts).
+    assert block.inverse.flags.c_contiguous
 
 
 def test_block_not_built_where_no_column_is_heavier(monkeypatch):

@@ -234,6 +234,11 @@ def heavy_block_preconditioner(ops, diag, alpha, mu, w, sw, columns=None):
         return None
     # potri fills the lower triangle; mirror it (CG needs M exactly symmetric).
     mirror_triangle(inverse, lower=True)
+    # LAPACK worked in Fortran order; the transpose of the symmetric result
+    # is the same matrix, C-ordered, so the products in ``apply`` take the
+    # same BLAS path (and bits) as with a C-ordered copy.
+    if not inverse.flags.c_contiguous:
+        inverse = inverse.T
     return HeavyBlockPreconditioner(columns, inverse)
 
 
