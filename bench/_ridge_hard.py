@@ -17,7 +17,15 @@ all: SciPy's LSMR has none), tol 1e-6 unless said:
 (b) a uniform-bin one-hot matrix (N rows, 50 grids of W bins, values 1/√50;
     522000 × 500000 at full size), K = 1 and K = 7 targets, alpha = 1:
     scikit-learn ``sparse_cg`` at tol 1e-6, then randfeat (and today's) at
-    the residual scikit-learn reached (same accuracy).
+    the residual scikit-learn reached (same accuracy).  This is not the fit
+    a user makes on that matrix (``bench/ridge.py --only fit`` is): with no
+    intercept and alpha = 1 no column passes the heavy-column ratio
+    (diag ≈ 52/50 + 1 < 5α), so the preconditioner's set-up, which at alpha
+    = 0.1 with an intercept built a 2048-column block and then dropped it
+    (0.58 s), is never reached; there are no column means to compute; and
+    CG needs 15 iterations instead of 42, so every fixed set-up cost weighs
+    three times less against the products.  The child also warms up on 500
+    rows before the clock starts (imports, threadpoolctl's library scan).
 (c) Forest-like binning features (the matrix of ``bench_cg``), 1 and 7
     targets, alpha = 1: randfeat against today's; and randfeat's time per
     product pair (Z @ P and Zᵀ @ U) at K = 1 and 7 on the uniform and the

@@ -21,7 +21,15 @@ jobs: absolute times are noisy, ratios less so):
    its two floors measured in the same run (the feature transform of all
    rows in the same chunks, and a BLAS ssyrk of that many rows).
 
-5. Hard cases (``--only hard``, ``_ridge_hard.py``): CG on binning features
+5. The fit call (``--only fit``, ``_ridge_fit.py``): ``Ridge(solver="cg")``
+   and ``RidgeClassifier(solver="cg")`` on the uniform-bin one-hot matrix
+   (522000 × 500000, 50 grids × 10000 bins) at alpha 0.1, intercept and
+   threads as a user gets them: the whole ``fit`` at scikit-learn's achieved
+   residual against scikit-learn's whole ``sparse_cg`` fit, beside both
+   solvers' solve-only times and the stages of randfeat's set-up (at least
+   5 alternating rounds).
+
+6. Hard cases (``--only hard``, ``_ridge_hard.py``): CG on binning features
    at small alpha (Letter-like, 26 classes), many targets on a uniform-bin
    matrix, Forest-like fits, and the cost per product pair; table in
    ridge_hard.md.  ``--baseline-python PY`` times another randfeat build
@@ -301,7 +309,7 @@ def main(argv=None):
     parser.add_argument("--repeats", type=int, default=None)
     parser.add_argument("--baseline-label", default=None,
                         help="hard cases: how the results name the --baseline-python build (e.g. its commit)")
-    parser.add_argument("--only", choices=["cg", "cholesky", "streaming", "hard"], action="append")
+    parser.add_argument("--only", choices=["cg", "fit", "cholesky", "streaming", "hard"], action="append")
     parser.add_argument("--baseline-python", default=None,
                         help="hard cases: a Python with another randfeat build installed (today's solver), timed "
                              "alternately with this one")
@@ -316,7 +324,7 @@ def main(argv=None):
     else:
         cg_n, chol, stream, repeats = 522_000, (100_000, 2000), (522_000, 5000), 3
     repeats = args.repeats or repeats
-    only = set(args.only or ["cg", "cholesky", "streaming", "hard"])
+    only = set(args.only or ["cg", "fit", "cholesky", "streaming", "hard"])
     profile = "tiny" if args.tiny else "quick" if args.quick else "full"
 
     def log(msg):
@@ -325,6 +333,11 @@ def main(argv=None):
     rows = []
     if "cg" in only:
         rows += bench_cg(cg_n, repeats, log)
+    if "fit" in only:
+        import _ridge_fit
+
+        rows += _ridge_fit.bench_fit_call(profile, args.repeats or (1 if args.tiny else 5), log, alternate,
+                                          normal_equation_residual)
     if "cholesky" in only:
         rows += bench_cholesky(*chol, repeats, log)
     if "streaming" in only:

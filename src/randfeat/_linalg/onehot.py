@@ -1,5 +1,7 @@
 """Products with a one-hot block CSR matrix (random binning features, one-hot encodings): ``OneHotBlockProducts``."""
 
+from typing import NamedTuple
+
 import numpy as np
 
 from .._core.threads import threads_for
@@ -29,25 +31,46 @@ def aligned_empty(shape, dtype, align=64):
     return raw[offset : offset + n * dtype.itemsize].view(dtype).reshape(shape)
 
 
-def onehot_block_structure(Z, n_threads=1):
-    """Describe CSR ``Z`` as a one-hot block matrix, or return None.
+class OneHotLayout(NamedTuple):
+    """Where the blocks of a one-hot block CSR matrix lie (``onehot_layout``).
+
+    Attributes
+    ----------
+    n_blocks : int
+        G, the entries of every row (one per block).
+    start : ndarray of shape (G + 1,), int64
+        Block offsets: block g holds the columns ``start[g] <= j < start[g + 1]``
+        (``start[0] = 0``, ``start[G] = D``).
+    value : float
+        The one nonzero value.
+    """
+
+    n_blocks: int
+    start: np.ndarray
+    value: float
+
+
+def onehot_layout(Z, n_threads=1):
+    """Return the ``OneHotLayout`` of CSR ``Z``, or None when Z is not a one-hot block matrix.
 
     Z qualifies when every row has the same number G of nonzeros, all of one
     nonzero value c, and the j-th nonzero of every row lies in the j-th of G
-    disjoint, increasing column ranges.  Costs a few passes over the index
-    array (O(nnz)); done once per fit.
+    disjoint, increasing column ranges.  One compiled pass over the index
+    and value arrays (``block_ranges``) and no copy: a fit finds the layout
+    once and hands it to every consumer (``products.prepare_problem``: the
+    row merge, then the operator).  The layout stays valid for any subset
+    of Z's rows (merged identical rows), whose columns lie in the same
+    ranges.
 
     Parameters
     ----------
     Z : scipy.sparse CSR matrix, canonical format
     n_threads : int, default=1
-        Threads for the block-major copy of the bins (same result for any).
+        Threads for the pass (same result for any).
 
     Returns
     -------
-    None, or (bins, start, value)
-        bins (G, N) int32 local columns, start (G + 1,) int64 block offsets
-        (start[0] = 0, start[G] = D), value float.
+    OneHotLayout or None
     """
     N, D = Z.shape
     if N == 0 or Z.nnz == 0 or Z.nnz % N:
@@ -69,12 +92,52 @@ def onehot_block_structure(Z, n_threads=1):
     start[0], start[1:G], start[G] = 0, lo[1:], D
     if np.any(np.diff(start) > np.iinfo(np.int32).max):
         return None
+    return OneHotLayout(int(G), start, float(value))
+
+
+def block_major_bins(Z, layout, n_threads=1):
+    """Return the (G, N) int32 local column of every row in every block: the kernels' block-major copy.
+
+    Parameters
+    ----------
+    Z : scipy.sparse CSR matrix with the one-hot ``layout`` (its rows, or a subset of the rows it was found on)
+    layout : OneHotLayout
+    n_threads : int, default=1
+        Threads for the copy (same result for any).
+
+    Returns
+    -------
+    ndarray of shape (G, N), int32
+    """
+    N, G, start = Z.shape[0], layout.n_blocks, layout.start
+    cols = Z.indices.reshape(N, G)
     bins = np.empty((G, N), dtype=np.int32)
     if cols.dtype == np.int32:
         local_bins(cols, start, bins, n_threads)
     else:  # int64 indices (rare): NumPy's transpose
         bins[...] = (cols - start[:G]).T
-    return bins, start, float(value)
+    return bins
+
+
+def onehot_block_structure(Z, n_threads=1):
+    """Describe CSR ``Z`` as a one-hot block matrix, or return None (``onehot_layout`` and ``block_major_bins``).
+
+    Parameters
+    ----------
+    Z : scipy.sparse CSR matrix, canonical format
+    n_threads : int, default=1
+        Threads for the passes (same result for any).
+
+    Returns
+    -------
+    None, or (bins, start, value)
+        bins (G, N) int32 local columns, start (G + 1,) int64 block offsets
+        (start[0] = 0, start[G] = D), value float.
+    """
+    layout = onehot_layout(Z, n_threads)
+    if layout is None:
+        return None
+    return block_major_bins(Z, layout, n_threads), layout.start, layout.value
 
 
 class OneHotBlockProducts(FeatureOperator):
@@ -112,6 +175,7 @@ class OneHotBlockProducts(FeatureOperator):
         self._cols = Z.indices.reshape(N, G) if Z.indices.dtype == np.int32 and N * G > 0 else None
         self._work = None  # normal()'s N × K intermediate
         self._pad = None  # the padded copy of Z @ P's operand (``_padded``)
+        self._unit_sums = None  # Σ_i Z_ij, kept: the column means and the diagonal both need it
 
     @property
     def entries(self):
@@ -180,8 +244,21 @@ class OneHotBlockProducts(FeatureOperator):
         return self._rmatmat(U, self.dtype, out), sums.sum(axis=0)  # block order: thread-count independent
 
     def column_sums(self, w):
-        """Return Σ_i w_i Z_ij for each column j, float64."""
-        return self._rmatmat(np.asarray(w, dtype=np.float64)[:, None], np.float64)[:, 0]
+        """Return Σ_i w_i Z_ij for each column j, float64.
+
+        The sums for unit weights are computed once and kept: a CG fit
+        without weights asks for them twice (the column means, then the
+        diagonal of Z_cᵀZ_c, which for one value c is c·Σ_i Z_ij), and each
+        is a pass over all of Z.  Unit weights are recognised by value (one
+        pass over w), so any array of ones gets the same bits.
+        """
+        w = np.asarray(w, dtype=np.float64)
+        if not np.all(w == 1.0):
+            return self._rmatmat(w[:, None], np.float64)[:, 0]
+        if self._unit_sums is None:
+            self._unit_sums = self._rmatmat(w[:, None], np.float64)[:, 0]
+            self._unit_sums.setflags(write=False)
+        return self._unit_sums.copy()
 
     def column_sq_sums(self, w):
         """Return Σ_i w_i Z_ij² for each column j, float64."""
@@ -195,4 +272,4 @@ class OneHotBlockProducts(FeatureOperator):
     def close(self):
         """Release the block-major bins and the work buffers."""
         self.bins = None
-        self._work = self._pad = None
+        self._work = self._pad = self._unit_sums = None

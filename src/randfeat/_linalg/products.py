@@ -1,4 +1,4 @@
-"""The one place that picks a ``FeatureOperator`` for a matrix, and the row-independent product."""
+"""The one place that picks a ``FeatureOperator`` for a matrix (``make_products``, ``prepare_problem``), and the row-independent product."""
 
 import numpy as np
 import scipy.sparse as sp
@@ -6,7 +6,8 @@ import scipy.sparse as sp
 from .._ext import _fourier_fast
 from .csr import SparseProducts
 from .dense import DenseProducts, gemm_ready
-from .onehot import OneHotBlockProducts, onehot_block_structure
+from .onehot import OneHotBlockProducts, block_major_bins, onehot_layout
+from .rowmerge import merged_problem
 
 
 def row_products(Z, W, n_threads):
@@ -57,9 +58,41 @@ def make_products(Z, n_threads, entries=None):
         One-hot block CSR → OneHotBlockProducts, other CSR → SparseProducts,
         dense → DenseProducts.
     """
-    if sp.issparse(Z):
-        structure = onehot_block_structure(Z, n_threads)
-        if structure is not None:
-            return OneHotBlockProducts(Z, structure, n_threads, entries)
-        return SparseProducts(Z, n_threads, entries)
-    return DenseProducts(Z, n_threads)
+    return _operator(Z, n_threads, entries, onehot_layout(Z, n_threads) if sp.issparse(Z) else None)
+
+
+def prepare_problem(Z, Y, sample_weight, n_threads):
+    """Return the operator of a CG fit on ``Z``: its structure found once, identical rows merged first.
+
+    The one-hot layout (``onehot_layout``: one pass, no copy) is found on Z
+    once and serves both the row merge (``rowmerge.merged_problem``, which
+    then skips its own row-length check) and the operator (whose block-major
+    copy of the bins is made once, for the rows that remain).
+
+    Parameters
+    ----------
+    Z : ndarray or canonical CSR matrix of shape (N, D)
+    Y : ndarray of shape (N, K), float64
+    sample_weight : ndarray of shape (N,) float64, or None
+    n_threads : int
+
+    Returns
+    -------
+    ops : FeatureOperator
+        Over the distinct rows (``ops.shape[0] < N`` when rows were merged).
+    Y : ndarray of shape (ops.shape[0], K), float64
+    sample_weight : ndarray of shape (ops.shape[0],) float64, or None
+    """
+    layout = onehot_layout(Z, n_threads) if sp.issparse(Z) else None
+    Z, Y, sample_weight, entries = merged_problem(Z, Y, sample_weight, None if layout is None else layout.n_blocks)
+    return _operator(Z, n_threads, entries, layout), Y, sample_weight
+
+
+def _operator(Z, n_threads, entries, layout):
+    """The operator for Z given its one-hot ``layout`` (None: not one-hot; valid for a subset of the rows it was found on)."""
+    if not sp.issparse(Z):
+        return DenseProducts(Z, n_threads)
+    if layout is not None:
+        structure = (block_major_bins(Z, layout, n_threads), layout.start, layout.value)
+        return OneHotBlockProducts(Z, structure, n_threads, entries)
+    return SparseProducts(Z, n_threads, entries)

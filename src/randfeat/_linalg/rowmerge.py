@@ -48,7 +48,7 @@ def _repeated_share(cols):
     return 1.0 - len(np.unique(_row_keys(cols))) / cols.shape[0]
 
 
-def merge_identical_rows(Z, Y, sample_weight):
+def merge_identical_rows(Z, Y, sample_weight, row_length=None):
     """Merge the identical rows of a CSR ``Z`` with a constant count of entries per row, or return None.
 
     Parameters
@@ -57,6 +57,9 @@ def merge_identical_rows(Z, Y, sample_weight):
         (binning features, one-hot encodings).
     Y : ndarray of shape (N, K), float64
     sample_weight : ndarray of shape (N,) or None
+    row_length : int or None
+        The entries of every row when the caller has checked them already
+        (the one-hot layout's block count): the check is not repeated.
 
     Returns
     -------
@@ -71,8 +74,11 @@ def merge_identical_rows(Z, Y, sample_weight):
     if not sp.issparse(Z) or N < 2 or Z.nnz == 0 or Z.nnz % N:
         return None
     G = Z.nnz // N
-    if not np.array_equal(Z.indptr, np.arange(0, Z.nnz + 1, G)):
-        return None
+    if row_length is None:
+        if not np.array_equal(Z.indptr, np.arange(0, Z.nnz + 1, G)):
+            return None
+    elif row_length != G:
+        raise ValueError(f"row_length={row_length} but Z has {Z.nnz} entries in {N} rows")
     cols = Z.indices.reshape(N, G)
     if N > SAMPLE_ROWS:
         sample = np.sort(np.random.default_rng(0).choice(N, SAMPLE_ROWS, replace=False))
@@ -103,7 +109,7 @@ def merge_identical_rows(Z, Y, sample_weight):
     return Z[np.sort(first)], Y_merged, weights
 
 
-def merged_problem(Z, Y, sample_weight):
+def merged_problem(Z, Y, sample_weight, row_length=None):
     """Return (Z, Y, sample_weight) with identical rows merged when that pays, else as given.
 
     The CG fits' entry: ``merge_identical_rows`` or the inputs unchanged.
@@ -113,6 +119,8 @@ def merged_problem(Z, Y, sample_weight):
     Z : ndarray or sparse matrix of shape (N, D)
     Y : ndarray of shape (N, K), float64
     sample_weight : ndarray of shape (N,) or None
+    row_length : int or None
+        As in ``merge_identical_rows``.
 
     Returns
     -------
@@ -122,5 +130,5 @@ def merged_problem(Z, Y, sample_weight):
         The unmerged Z's nnz when rows were merged (for ``make_products``,
         so the preconditioner is the unmerged problem's), else None.
     """
-    merged = merge_identical_rows(Z, Y, sample_weight) if sp.issparse(Z) else None
+    merged = merge_identical_rows(Z, Y, sample_weight, row_length) if sp.issparse(Z) else None
     return (Z, Y, sample_weight, None) if merged is None else (*merged, Z.nnz)

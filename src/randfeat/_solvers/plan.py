@@ -32,8 +32,7 @@ from sklearn.utils._param_validation import InvalidParameterError
 
 from .._core.protocols import OutputKind
 from .._core.threads import effective_n_threads
-from .._linalg.products import make_products
-from .._linalg.rowmerge import merged_problem
+from .._linalg.products import prepare_problem
 from .cg_path import cg_ridge
 from .cholesky import RidgeSolution
 from .nystrom import DEFAULT_MEMORY_BUDGET
@@ -347,13 +346,13 @@ def cg_result(result, features, dtype, owner):
 def solve_cg(settings, Z, features, Y, w, n_threads):
     """Preconditioned block CG on a materialised Z (identical rows merged first); return a ``FitResult``."""
     settings.check_preconditioner_rank(Z.shape[1])
-    n_rows = Z.shape[0]
-    # Identical feature rows (binning of integer or categorical data) as
-    # one weighted row each: the same solution, cheaper products.
-    Z, Y, w, entries = merged_problem(Z, Y, w)
-    if Z.shape[0] < n_rows and settings.log is not None:
-        settings.log(f"CG on {Z.shape[0]} distinct feature rows of {n_rows} (identical rows merged)")
-    ops = make_products(Z, n_threads, entries)
+    n_rows, dtype = Z.shape[0], Z.dtype
+    # Z's structure found once; identical feature rows (binning of integer
+    # or categorical data) as one weighted row each: the same solution,
+    # cheaper products.
+    ops, Y, w = prepare_problem(Z, Y, w, n_threads)
+    if ops.shape[0] < n_rows and settings.log is not None:
+        settings.log(f"CG on {ops.shape[0]} distinct feature rows of {n_rows} (identical rows merged)")
     try:
         result = cg_ridge(ops, Y, w, float(settings.alpha), fit_intercept=settings.fit_intercept,
                           tol=float(settings.tol), max_iter=settings.max_iter, log=settings.log,
@@ -361,7 +360,7 @@ def solve_cg(settings, Z, features, Y, w, n_threads):
                           memory_budget=int(settings.preconditioner_memory))
     finally:
         ops.close()
-    return cg_result(result, features, Z.dtype, settings.owner)
+    return cg_result(result, features, dtype, settings.owner)
 
 
 def solve_cholesky(settings, source, Y, w, n_threads, t0):
