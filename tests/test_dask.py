@@ -426,3 +426,35 @@ def test_cluster_cg_progress_messages_reach_the_client(cluster_client, capsys):
     assert lines and lines[-1].startswith(f"[Ridge] CG iteration {est.n_iter_[0]}:")
     numbers = [int(line.split()[3].rstrip(":")) for line in lines]
     assert numbers == sorted(numbers)  # relayed in order
+
+
+@pytest.mark.parametrize("rows, n_workers", [([100] * 8, 2), ([100] * 8, 3), ([50, 300, 10, 10, 200], 2),
+                                             ([100] * 3, 5), ([7], 2)])
+def test_cg_placement_contiguous_balanced_runs_root_smallest(rows, n_workers):
+    # Each worker holds one contiguous run of blocks (whole subtrees of the
+    # reduction tree), the runs balanced by rows, every block placed once,
+    # the root the worker with the fewest rows.
+    from randfeat._backends.dask_cg import placement
+
+    workers = [f"w{j}" for j in range(n_workers)]
+    holders = [{workers[(i * 7) % n_workers]} for i in range(len(rows))]
+    by_worker, root = placement(rows, holders, workers)
+    runs = sorted(by_worker.values())
+    assert sorted(i for r in runs for i in r) == list(range(len(rows)))
+    for r in runs:
+        assert r == list(range(r[0], r[-1] + 1))
+    assert len(by_worker) == min(n_workers, len(rows))
+    load = {a: sum(rows[i] for i in r) for a, r in by_worker.items()}
+    assert load[root] == min(load.values())
+    if len(set(rows)) == 1:  # equal blocks: runs differ by at most one block
+        assert max(map(len, runs)) - min(map(len, runs)) <= 1
+    assert set(by_worker) <= set(workers)
+
+
+def test_cg_placement_keeps_blocks_where_they_are_when_already_contiguous():
+    from randfeat._backends.dask_cg import placement
+
+    holders = [{"b"}] * 4 + [{"a"}] * 4
+    by_worker, root = placement([10] * 8, holders, ["a", "b"])
+    assert by_worker == {"b": [0, 1, 2, 3], "a": [4, 5, 6, 7]}
+    assert root in ("a", "b")

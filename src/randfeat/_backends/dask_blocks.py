@@ -56,12 +56,18 @@ class CGBlock:
 
     def __init__(self, Z, Y, w, n_jobs):
         self.Z, self.Y, self.w, self.n_jobs = Z, Y, w, n_jobs
-        self._ops = None
+        self._ops = self._out = None
 
     def __getstate__(self):
         state = self.__dict__.copy()
-        state["_ops"] = None
+        state["_ops"] = state["_out"] = None
         return state
+
+    def out(self, shape):
+        """The block's buffer for a D × K product, kept between CG iterations (a fresh one pays its page faults)."""
+        if self._out is None or self._out.shape != shape:
+            self._out = np.empty(shape, dtype=self.ops.dtype)
+        return self._out
 
     @property
     def ops(self):
@@ -111,7 +117,7 @@ def _b_rhs(block, ybar, centre):
 
 
 def _b_normal(block, P, mup):
-    return block.ops.normal(P, mup, block.w)
+    return block.ops.normal(P, mup, block.w, block.out(P.shape))
 
 
 def _b_sq_sums(block):
@@ -137,10 +143,25 @@ def _add(a, b):
     return a + b
 
 
+def _add_into(a, b):
+    """``_add`` of two products (Q, s), Q summed into a's buffer when it is writable: the same bits, no allocation."""
+    Q, s = a
+    if not Q.flags.writeable:  # a sum received from a store
+        return Q + b[0], s + b[1]
+    Q += b[0]
+    return Q, s + b[1]
+
+
+def _combine(fn):
+    # The normal product's leaves are the blocks' own buffers (``CGBlock.out``),
+    # which the tree may sum into; every other block function returns fresh arrays.
+    return _add_into if fn is _b_normal else _add
+
+
 def subtree_sums(subtrees, blocks, fn, args):
     """{(lo, hi): the tree's sum of ``fn(block, *args)`` over the subtree} for subtrees of held ``blocks``."""
     leaf = lambda i: fn(blocks[i], *args)  # noqa: E731
-    return {(t.lo, t.hi): ReductionTree.evaluate(t, leaf, _add) for t in subtrees}
+    return {(t.lo, t.hi): ReductionTree.evaluate(t, leaf, _combine(fn)) for t in subtrees}
 
 
 class BlockStore:
@@ -283,7 +304,7 @@ class BlockedProducts(FeatureOperator):
         futures = _start(self._stores, True, fn, args)
         known = subtree_sums(self._subtrees, self._local, fn, args)
         known.update(_collect(futures, self._watch))
-        return self._tree.evaluate(self._tree.root, None, _add, known)
+        return self._tree.evaluate(self._tree.root, None, _combine(fn), known)
 
     def _check(self, w):
         if w is not self.weights:
@@ -302,10 +323,11 @@ class BlockedProducts(FeatureOperator):
         """Return (Zᵀ W (Z P − 1 mupᵀ), Σ_i w_i (z_iᵀP − mup)), one tree reduction (Q into ``out`` if given)."""
         self._check(w)
         Q, s = self.reduce(_b_normal, np.ascontiguousarray(P, dtype=self.dtype), np.asarray(mup, dtype=np.float64))
-        if out is not None:
-            np.copyto(out, Q)
-            Q = out
-        return Q, s
+        # Q may be a block's buffer, which the next product overwrites: the caller gets its own copy.
+        if out is None:
+            return np.array(Q), s
+        np.copyto(out, Q)
+        return out, s
 
     def column_sums(self, w):
         """Return Σ_i w_i Z_ij, float64."""

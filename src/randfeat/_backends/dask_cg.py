@@ -1,10 +1,11 @@
 """Ridge by block CG on features whose row blocks stay on the Dask workers, the iteration on a worker too.
 
 Each row block's features are made on a worker from X (``dask_blocks.make_block``)
-and stay there.  On a distributed Client, the workers holding blocks are
-ranked by the rows they hold; the first (the root) runs the whole solve in
-one long task (``_root_task``), holding its own blocks and the D × K
-iterates, and every other one holds its blocks in a ``BlockStore`` actor.
+and stay there.  On a distributed Client, the blocks are cut into one
+contiguous run per worker, balanced by rows (``placement``: Dask moves the
+few blocks that are elsewhere, once); one worker (the root) runs the whole
+solve in one long task (``_root_task``), holding its own run and the D × K
+iterates, and every other one holds its run in a ``BlockStore`` actor.
 An iteration moves only what block CG must: the direction to each other
 worker and, back, the sums of the subtrees of the block-order reduction
 tree that worker holds whole (``dask_blocks``); no task graph is built and
@@ -25,6 +26,8 @@ import threading
 import traceback
 import uuid
 import warnings
+
+import numpy as np
 
 from .._solvers import plan
 from .._solvers.cg_path import CGResult
@@ -106,7 +109,7 @@ def _solve_here(settings, X, y, w, features, targets, D):
 
 
 def _solve_on_cluster(client, settings, X, y, w, features, targets, D):
-    """Blocks persisted where Dask makes them, stores on all but the root worker, the solve on the root."""
+    """Blocks made where Dask makes them and placed (``placement``), stores on all but the root, the solve on the root."""
     import distributed
 
     futures = client.compute(_block_tasks(settings, X, y, w, features, targets))
@@ -119,14 +122,11 @@ def _solve_on_cluster(client, settings, X, y, w, features, targets, D):
             if f.status != "finished":
                 raise LostBlocks(f"a row block was {f.status} before the solve started")
         where = client.who_has(futures)
-        by_worker = {}
-        for i, f in enumerate(futures):
-            if not where[f.key]:
-                raise LostBlocks("a row block was lost before the solve started")
-            by_worker.setdefault(sorted(where[f.key])[0], []).append(i)
-        # The root holds the most rows (ties: the first blocks), so the fewest rows' products cross the network.
-        ranked = sorted(by_worker, key=lambda a: (-sum(X.chunks[0][i] for i in by_worker[a]), by_worker[a][0]))
-        root, others = ranked[0], ranked[1:]
+        if not all(where[f.key] for f in futures):
+            raise LostBlocks("a row block was lost before the solve started")
+        rows = [n for n in X.chunks[0] if n]
+        by_worker, root = placement(rows, [set(where[f.key]) for f in futures], sorted(client.nthreads()))
+        others = [a for a in by_worker if a != root]
         stores = [client.submit(BlockStore, len(futures), by_worker[a], *[futures[i] for i in by_worker[a]],
                                 actor=True, workers=[a], allow_other_workers=True, pure=False) for a in others]
         held = stores
@@ -150,6 +150,44 @@ def _solve_on_cluster(client, settings, X, y, w, features, targets, D):
     return CGResult(*fields), dtype
 
 
+def placement(rows, holders, workers):
+    """Which worker holds which blocks in the solve, and which one is the root.
+
+    The blocks are cut into one contiguous run per worker, balanced by rows
+    (contiguous runs are whole subtrees of the reduction tree: few sums
+    cross the network), each run given to the worker that already holds
+    most of its rows (Dask moves the others once); the root, which also
+    does the D × K algebra, is the worker of the smallest run.
+
+    Parameters
+    ----------
+    rows : list of int
+        Rows of each block.
+    holders : list of set of str
+        The workers holding each block now.
+    workers : list of str
+        Every worker of the cluster, sorted.
+
+    Returns
+    -------
+    by_worker : dict of str to list of int
+    root : str
+    """
+    k = min(len(workers), len(rows))
+    ends = np.cumsum(rows)
+    middle = ends - np.asarray(rows) / 2.0
+    run = np.minimum((middle * k / ends[-1]).astype(int), k - 1)  # nondecreasing: contiguous runs
+    runs = [np.flatnonzero(run == j).tolist() for j in range(k)]
+    runs = sorted((r for r in runs if r), key=lambda r: (-sum(rows[i] for i in r), r[0]))
+    by_worker, free = {}, list(workers)
+    for r in runs:  # the largest runs choose first
+        held = [sum(rows[i] for i in r if a in holders[i]) for a in free]
+        a = free.pop(int(np.argmax(held)))
+        by_worker[a] = r
+    root = min(by_worker, key=lambda a: (sum(rows[i] for i in by_worker[a]), by_worker[a][0]))
+    return by_worker, root
+
+
 def _root_task(settings, topic, n_blocks, n_features, indices, stores, *blocks):
     """The solve on the root worker; returns (CGResult fields, Z's dtype, warnings, log messages)."""
     import distributed
@@ -168,6 +206,7 @@ def _root_task(settings, topic, n_blocks, n_features, indices, stores, *blocks):
 
 
 def _root_solve(distributed, settings, topic, n_blocks, n_features, indices, stores, blocks):
+    """``solve_blocks`` on the root worker, its progress messages sent to the client as events on ``topic``."""
     worker = distributed.get_worker()
     messages = []
 
