@@ -208,9 +208,10 @@ before = proc_status_bytes("VmRSS")
 Z = est.fit_transform(X)
 peak = proc_status_bytes("VmHWM")
 csr = Z.data.nbytes + Z.indices.nbytes + Z.indptr.nbytes
-# The fitted state: every array the estimator keeps (vocabularies, their
-# lookup tables, the grids), counted from outside as a user would.
-vocab = sum(v.nbytes for v in vars(est).values() if isinstance(v, np.ndarray))
+# The fitted state: every array the fitted map keeps (vocabularies, their
+# lookup tables, the grids), in its state object (randfeat._maps.contract.MapState).
+held = [v for v in vars(est._state).values() if isinstance(v, np.ndarray)] + list(est._state.vocabulary)
+vocab = sum(v.nbytes for v in held)
 print(json.dumps(dict(extra=peak - before, csr=csr, vocab=vocab, reset=reset)))
 """
 

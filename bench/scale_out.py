@@ -200,7 +200,8 @@ def binning_cg_iteration(N, grids, chunk_rows, workers, repeats, max_iter=210):
                 for name in (("in-memory", "cluster") if r % 2 == 0 else ("cluster", "in-memory")):
                     runs[name].append(_per_iteration(fits[name], max_iter))
         mem, dsk = (np.array([t for t, _ in runs[k]]) for k in ("in-memory", "cluster"))
-        rows.append({"workers": w, "in_memory_s": float(np.median(mem)), "cluster_s": float(np.median(dsk)),
+        rows.append({"workers": w, "rows": N, "grids": grids, "chunk_rows": chunk_rows, "max_iter": max_iter,
+                     "in_memory_s": float(np.median(mem)), "cluster_s": float(np.median(dsk)),
                      "ratio_median": float(np.median(dsk / mem)), "ratios": (dsk / mem).round(3).tolist(),
                      "fit_wall_s": {k: float(np.median([f for _, f in v])) for k, v in runs.items()}})
     print(f"Binning+LS by CG, N={N:,} x 54 float32, {grids} grids, one target, blocks of {chunk_rows:,} rows; "

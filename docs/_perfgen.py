@@ -37,11 +37,27 @@ def _scale_out_table(data):
         peaks = ", ".join(str(p) for p in row.get("worker_peak_rss_mb", [])) or "—"
         diff = f"{row['coef_rel_diff']:.1e}" if "coef_rel_diff" in row else "—"
         lines.append(f"| {row['config']} | {row['wall_s']:.1f} | {row['cpu_s']:.1f} | {peaks} | {diff} |")
-    cg = data.get("binning_cg") or []
-    if cg:
-        lines += ["", "Binning+LS by CG, features kept on the workers:", "",
-                  "| configuration | seconds per CG iteration |", "|---|---:|"]
-        lines += [f"| {row['config']} | {row['per_iteration_s']:.3f} |" for row in cg]
+    return "\n".join(lines) + "\n"
+
+
+def _cg_table(data):
+    """The CG table of bench/scale_out.py's JSON (``--rows 0``: Binning+LS by CG, per iteration)."""
+    first = data["binning_cg"][0]
+    shape = (f"{first['rows']:,} × 54 float32 rows in blocks of {first['chunk_rows']:,}, {first['grids']} grids, "
+             "one target; " if "rows" in first else "")
+    lines = [
+        f"Binning+LS by CG, features kept on the workers ({shape}`Ridge(solver='cg')`): "
+        f"seconds per CG iteration by the solver's own clock "
+        f"(iterations 10 to the last), in memory on all cores and on a LocalCluster of one-thread workers, "
+        f"{len(data['binning_cg'][0]['ratios'])} alternating runs, medians and the median of the same-run ratios.",
+        "",
+        "| LocalCluster | in memory (s/iteration) | cluster (s/iteration) | cluster / in memory (same run) | runs |",
+        "|---|---:|---:|---:|---|",
+    ]
+    for row in data["binning_cg"]:
+        runs = ", ".join(f"{r:.2f}" for r in row["ratios"])
+        lines.append(f"| {row['workers']} workers | {row['in_memory_s']:.4f} | {row['cluster_s']:.4f} | "
+                     f"{row['ratio_median']:.2f} | {runs} |")
     return "\n".join(lines) + "\n"
 
 
@@ -69,9 +85,12 @@ def write_tables(results_dir, out_dir):
             if name.endswith(".md"):
                 with open(path, encoding="utf-8") as f:
                     text = _flatten_headings(f.read())
-            elif name == "scale_out.json":
+            elif name in ("scale_out.json", "scale_out_cg.json"):
                 with open(path, encoding="utf-8") as f:
-                    text = _scale_out_table(json.load(f))
+                    data = json.load(f)
+                parts = [_scale_out_table(data)] if data.get("rows") else []
+                parts += [_cg_table(data)] if data.get("binning_cg") else []
+                text = "\n".join(parts)
                 rel = rel[: -len(".json")] + ".md"
             else:
                 continue

@@ -4,6 +4,7 @@ Forks and huge thread counts run in a child Python with a timeout, so a
 regression hangs or kills the child, never the test run.
 """
 
+import re
 import subprocess
 import sys
 import textwrap
@@ -230,3 +231,38 @@ def test_blas_limit_from_a_worker_thread_is_applied_and_released():
         seen = list(pool.map(inside, range(4)))
     assert all(counts == [1] * len(libs) for counts in seen), seen
     assert [lib.num_threads for lib in libs] == before
+
+
+_SHOW_WAIT_POLICY = """
+import numpy as np
+import randfeat
+randfeat.RandomFourierFeatures(8, gamma=1.0, random_state=0).fit_transform(np.ones((4, 3)))
+"""
+
+
+@pytest.mark.parametrize("user, spins", [(None, False), ("PASSIVE", False), ("ACTIVE", True), ("", True)])
+def test_openmp_runtime_waits_passively_unless_the_user_says_otherwise(user, spins):
+    # randfeat sets OMP_WAIT_POLICY=PASSIVE before its OpenMP runtime starts
+    # (spinning threads starve a busy machine: DESIGN.md, issue 27), and a
+    # user's own setting wins.  GNU OpenMP prints OMP_WAIT_POLICY='PASSIVE'
+    # for its default too, which still spins: its spin count tells them
+    # apart (0 when passive; 300000 by default, more when active).
+    env = subprocess_env(OMP_DISPLAY_ENV="VERBOSE")
+    env.pop("OMP_WAIT_POLICY", None)  # this process imported randfeat, which set it
+    if user is not None:
+        env["OMP_WAIT_POLICY"] = user
+    out = subprocess.run([sys.executable, "-c", _SHOW_WAIT_POLICY], env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    counts = [int(c) for c in re.findall(r"GOMP_SPINCOUNT = '(\d+)'", out.stderr)]
+    assert counts, out.stderr  # the runtime printed its settings
+    assert all((c > 0) == spins for c in counts), counts
+
+
+def test_apply_defaults_fills_only_what_is_missing():
+    from randfeat._core.openmp_env import apply_defaults
+
+    env = {}
+    assert apply_defaults(env) == {"OMP_WAIT_POLICY": "PASSIVE"} and env == {"OMP_WAIT_POLICY": "PASSIVE"}
+    env = {"OMP_WAIT_POLICY": "active"}
+    assert apply_defaults(env) == {} and env == {"OMP_WAIT_POLICY": "active"}

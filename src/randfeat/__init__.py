@@ -5,7 +5,11 @@ map data through a random map z with z(x)ᵀz(y) ≈ k(x, y), so that a linear
 solver on the features stands in for a kernel machine.
 """
 
-from ._core.dispatch import check_vector_isa_env
+from ._core.openmp_env import apply_defaults
+
+apply_defaults()  # before any compiled module loads the OpenMP runtime
+
+from ._core.dispatch import check_vector_isa_env  # noqa: E402
 
 check_vector_isa_env()
 
