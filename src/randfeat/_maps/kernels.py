@@ -37,7 +37,7 @@ from scipy import special, stats
 from sklearn.utils._param_validation import InvalidParameterError, Options, StrOptions, validate_params
 
 from .._core.validation import Interval, check_array_for_kernel
-from .exact import EXACT_KERNELS
+from .exact import EXACT_KERNELS, _dense
 
 MATERN_NUS = (0.5, 1.5, 2.5)
 
@@ -85,10 +85,6 @@ class KernelSpec:
     radial_norms: Optional[Callable] = None
     sample_pitch: Optional[Callable] = None
     no_binning_reason: str = ""
-
-
-def _dense(X):
-    return X.toarray() if sp.issparse(X) else np.asarray(X)
 
 
 @dataclass(frozen=True)

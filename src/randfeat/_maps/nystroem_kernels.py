@@ -29,6 +29,7 @@ from sklearn.utils._param_validation import InvalidParameterError
 
 from .._core.threads import threads_for
 from .._ext import _kernel_approx_fast as _fast
+from .kernels import MATERN_NUS
 
 #: Parameters each string kernel takes (scikit-learn's KERNEL_PARAMS, plus randfeat's kernels).
 KERNEL_PARAMS = {
@@ -48,7 +49,6 @@ KERNEL_PARAMS = {
 #: Every ``kernel=`` string.
 KERNEL_NAMES = frozenset(KERNEL_PARAMS) | {"precomputed"}
 _NON_NEGATIVE = frozenset({"chi2", "additive_chi2"})
-MATERN_NUS = (0.5, 1.5, 2.5)
 
 
 @dataclass(frozen=True)
