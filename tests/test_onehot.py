@@ -12,7 +12,7 @@ from randfeat import RandomBinningFeatures, Ridge, RidgeClassifier
 from randfeat._linalg.csr import SparseProducts
 from randfeat._linalg.onehot import OneHotBlockProducts, aligned_empty, onehot_block_structure
 from randfeat._linalg.products import make_products
-from randfeat._ext._onehot_fast import (block_ranges, local_bins, n_row_blocks, onehot_matmat, onehot_tmatmat, pad_rows,
+from randfeat._ext._onehot_fast import (bins_dtype, block_ranges, local_bins, n_row_blocks, onehot_matmat, onehot_tmatmat, pad_rows,
                                    padded_width, set_group_budgets, vector_isa)
 from randfeat._ext._sparse_fast import compact_columns, csr_gram_block
 from randfeat._solvers.precond import heavy_block_preconditioner, max_block_size
@@ -38,7 +38,7 @@ def test_structure_of_binning_and_one_hot_encoding():
     Z, _ = binning_Z(P=7)
     bins, start, value = onehot_block_structure(Z)
     N, D = Z.shape
-    assert bins.shape == (7, N) and bins.dtype == np.int32
+    assert bins.shape == (7, N) and bins.dtype == np.uint16  # every block is narrower than 65536 columns
     assert start[0] == 0 and start[-1] == D and np.all(np.diff(start) > 0)
     assert value == pytest.approx(1 / np.sqrt(7))
     # Rebuilding Z from the description gives Z back.
@@ -85,9 +85,11 @@ def test_structure_rejects_overlapping_ranges():
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("K", [1, 3, 7, 8, 9])
 @pytest.mark.parametrize("n_threads", [1, 2, 3])
-def test_onehot_products_match_scipy(dtype, K, n_threads):
+@pytest.mark.parametrize("bins_type", [np.uint16, np.int32])
+def test_onehot_products_match_scipy(dtype, K, n_threads, bins_type):
     Z, _ = binning_Z(n=5000, P=9, dtype=dtype)
     bins, start, value = onehot_block_structure(Z)
+    bins = bins.astype(bins_type)
     N, D = Z.shape
     rng = np.random.default_rng(K)
     B = rng.normal(size=(D, K)).astype(dtype)
@@ -121,10 +123,11 @@ def test_onehot_products_bitwise_equal_for_any_thread_count(K):
     rng = np.random.default_rng(3)
     B, U = rng.normal(size=(D, K)), rng.normal(size=(N, K))
     outs, qs = [], []
-    for t in (1, 2, 4):
+    # Any thread count, and uint16 or int32 bins: the same bits.
+    for t, bins_type in ((1, np.uint16), (2, np.uint16), (4, np.uint16), (3, np.int32)):
         out, q = np.empty((N, K)), np.empty((D, K))
-        onehot_matmat(bins, start, value, B, out, EMPTY, EMPTY, NO_SUMS, t)
-        onehot_tmatmat(bins, start, value, U, q, t)
+        onehot_matmat(bins.astype(bins_type), start, value, B, out, EMPTY, EMPTY, NO_SUMS, t)
+        onehot_tmatmat(bins.astype(bins_type), start, value, U, q, t)
         outs.append(out)
         qs.append(q)
     assert all(np.array_equal(outs[0], o) for o in outs[1:])
@@ -224,11 +227,37 @@ def test_local_bins_is_numpys_transpose(n_threads):
     bins, start, _ = onehot_block_structure(Z, n_threads)
     cols = Z.indices.reshape(N, G)
     np.testing.assert_array_equal(bins, (cols - start[:G]).T)
-    out = np.full((G, N), -1, dtype=np.int32)
-    local_bins(np.ascontiguousarray(cols, dtype=np.int32), start, out, n_threads)
-    np.testing.assert_array_equal(out, bins)
+    for bins_type in (np.int32, np.uint16):
+        out = np.full((G, N), 7, dtype=bins_type)
+        local_bins(np.ascontiguousarray(cols, dtype=np.int32), start, out, n_threads)
+        np.testing.assert_array_equal(out, bins)
     with pytest.raises(ValueError, match="shapes"):
         local_bins(np.ascontiguousarray(cols, dtype=np.int32), start, np.empty((G, N + 1), np.int32), 1)
+
+
+@pytest.mark.kernel
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_blocks_wider_than_uint16_keep_int32_bins(n_threads):
+    # One block of 70000 columns: its local columns do not fit uint16, so the
+    # block-major copy is int32 (a uint16 copy would wrap and be wrong).
+    rng = np.random.default_rng(5)
+    N, widths = 4000, np.array([70_000, 3, 65_536])
+    local = np.column_stack([rng.integers(0, w, N) for w in widths])
+    local[:5, 0] = widths[0] - 1 - np.arange(5)  # the highest columns occur
+    local[5] = 0  # and every block's first (the layout's block starts are the first columns seen)
+    start = np.concatenate([[0], np.cumsum(widths)])
+    cols = (local + start[:-1]).astype(np.int32)
+    Z = sp.csr_matrix((np.full(cols.size, 0.5), cols.ravel(), np.arange(0, cols.size + 1, 3)), shape=(N, start[-1]))
+    bins, start_found, value = onehot_block_structure(Z, n_threads)
+    assert bins.dtype == np.int32 and np.array_equal(bins, local.T) and np.array_equal(start_found, start)
+    B, U = rng.normal(size=(Z.shape[1], 2)), rng.normal(size=(N, 2))
+    out, q = np.empty((N, 2)), np.empty((Z.shape[1], 2))
+    onehot_matmat(bins, start, value, B, out, EMPTY, EMPTY, NO_SUMS, n_threads)
+    onehot_tmatmat(bins, start, value, U, q, n_threads)
+    np.testing.assert_allclose(out, Z @ B, rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(q, Z.T @ U, rtol=1e-13, atol=1e-13)
+    # Exactly 65536 columns still fits uint16.
+    assert bins_dtype(65_536) == np.uint16 and bins_dtype(65_537) == np.int32
 
 
 def test_group_budgets_reject_zero():
@@ -393,6 +422,11 @@ def test_vector_paths_give_identical_products(isa, tmp_path):
         f"    onehot_matmat(f['bins'], f['start'], {value!r}, B, out, np.zeros(0), np.zeros(0), np.zeros((0, 0)), 2, f['cols'])\n"
         f"    onehot_tmatmat(f['bins'], f['start'], {value!r}, U, q, 2)\n"
         "    res[f'out{K}'], res[f'q{K}'] = out, q\n"
+        "    wide = f['bins'].astype(np.int32)  # the int32-bin kernels of this path\n"
+        "    out, q = np.empty((U.shape[0], K)), np.empty((B.shape[0], K))\n"
+        f"    onehot_matmat(wide, f['start'], {value!r}, B, out, np.zeros(0), np.zeros(0), np.zeros((0, 0)), 2)\n"
+        f"    onehot_tmatmat(wide, f['start'], {value!r}, U, q, 2)\n"
+        "    res[f'wout{K}'], res[f'wq{K}'] = out, q\n"
         f"np.savez(r'{tmp_path / 'out.npz'}', **res)\n"
         "print(vector_isa())\n"
     )
@@ -401,6 +435,9 @@ def test_vector_paths_give_identical_products(isa, tmp_path):
     for K, (_, _, out, q) in results.items():
         np.testing.assert_array_equal(got[f"out{K}"], out)
         np.testing.assert_array_equal(got[f"q{K}"], q)
+        np.testing.assert_array_equal(got[f"wq{K}"], q)
+        # Without cols, 2..8 targets take the block path: same sums in the same order.
+        np.testing.assert_array_equal(got[f"wout{K}"], out)
 
 
 # ------------------------------------------- block + scaled identity ("block")

@@ -4,7 +4,7 @@ from numpy.typing import NDArray
 def vector_isa() -> str: ...
 def n_row_blocks(n_rows: int) -> int: ...
 def onehot_matmat(
-    bins: NDArray[np.int32],
+    bins: NDArray[np.int32] | NDArray[np.uint16],
     start: NDArray[np.int64],
     value: float,
     B: NDArray[np.float32] | NDArray[np.float64],
@@ -16,7 +16,7 @@ def onehot_matmat(
     cols: NDArray[np.int32] | None = ...,
 ) -> None: ...
 def onehot_tmatmat(
-    bins: NDArray[np.int32],
+    bins: NDArray[np.int32] | NDArray[np.uint16],
     start: NDArray[np.int64],
     value: float,
     U: NDArray[np.float32] | NDArray[np.float64],
@@ -24,7 +24,10 @@ def onehot_tmatmat(
     n_threads: int,
 ) -> None: ...
 def set_group_budgets(rows_bytes: int, gather_bytes: int, scatter_bytes: int) -> tuple[int, int, int]: ...
-def local_bins(cols: NDArray[np.int32], start: NDArray[np.int64], bins: NDArray[np.int32], n_threads: int) -> None: ...
+def local_bins(
+    cols: NDArray[np.int32], start: NDArray[np.int64], bins: NDArray[np.int32] | NDArray[np.uint16], n_threads: int
+) -> None: ...
+def bins_dtype(max_block_width: int) -> np.dtype: ...
 def padded_width(K: int, itemsize: int) -> int: ...
 def pad_rows(
     src: NDArray[np.float32] | NDArray[np.float64], dst: NDArray[np.float32] | NDArray[np.float64], n_threads: int
@@ -32,3 +35,4 @@ def pad_rows(
 def block_ranges(
     cols: NDArray[np.int32], data: NDArray[np.float32] | NDArray[np.float64], value: float, n_threads: int
 ) -> tuple[NDArray[np.int32], NDArray[np.int32], bool]: ...
+NARROW_BLOCK_WIDTH: int

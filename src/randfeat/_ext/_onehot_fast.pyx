@@ -22,7 +22,7 @@ precision also for float32 input.
 
 cimport cython
 from cython cimport floating
-from libc.stdint cimport int32_t, int64_t
+from libc.stdint cimport int32_t, int64_t, uint16_t
 from libc.string cimport memcpy, memset
 
 import numpy as np
@@ -32,16 +32,49 @@ from ._openmp cimport ChunkLoop
 cdef extern from "randfeat_onehot.h" nogil:
     int rf_onehot_init()
     const char *rf_isa_name(int isa)
-    void rf_gather_add_f64(const int32_t *col, int64_t n, const double *src, int64_t ld, int64_t K, double *acc)
-    void rf_gather_add_f32(const int32_t *col, int64_t n, const float *src, int64_t ld, int64_t K, double *acc)
-    void rf_scatter_add_f64(const int32_t *col, int64_t n, const double *u, int64_t K, double *acc, int64_t ld)
-    void rf_scatter_add_f32(const int32_t *col, int64_t n, const float *u, int64_t K, double *acc, int64_t ld)
+    void rf_gather_add_f64_i32(const int32_t *col, int64_t n, const double *src, int64_t ld, int64_t K, double *acc)
+    void rf_gather_add_f32_i32(const int32_t *col, int64_t n, const float *src, int64_t ld, int64_t K, double *acc)
+    void rf_gather_add_f64_u16(const uint16_t *col, int64_t n, const double *src, int64_t ld, int64_t K, double *acc)
+    void rf_gather_add_f32_u16(const uint16_t *col, int64_t n, const float *src, int64_t ld, int64_t K, double *acc)
+    void rf_scatter_add_f64_i32(const int32_t *col, int64_t col_stride, int64_t m, const int64_t *offset, int64_t n,
+                                const double *u, int64_t K, double *acc, int64_t ld)
+    void rf_scatter_add_f32_i32(const int32_t *col, int64_t col_stride, int64_t m, const int64_t *offset, int64_t n,
+                                const float *u, int64_t K, double *acc, int64_t ld)
+    void rf_scatter_add_f64_u16(const uint16_t *col, int64_t col_stride, int64_t m, const int64_t *offset, int64_t n,
+                                const double *u, int64_t K, double *acc, int64_t ld)
+    void rf_scatter_add_f32_u16(const uint16_t *col, int64_t col_stride, int64_t m, const int64_t *offset, int64_t n,
+                                const float *u, int64_t K, double *acc, int64_t ld)
     void rf_rows_add_f64(const int32_t *idx, int64_t stride, int64_t m, int64_t n, const double *src,
                          int64_t ld, int64_t K, double *acc)
     void rf_rows_add_f32(const int32_t *idx, int64_t stride, int64_t m, int64_t n, const float *src,
                          int64_t ld, int64_t K, double *acc)
 
 cdef int _ISA = rf_onehot_init()
+
+# The block-major bins: uint16 when every block is at most 65536 columns
+# wide (``bins_dtype``), else int32.  The products read them once per
+# product, so the narrower type halves the bytes streamed; the sums are
+# the same.
+ctypedef fused bin_index:
+    int32_t
+    uint16_t
+
+#: Widest block whose local columns fit uint16 bins.
+NARROW_BLOCK_WIDTH = 1 << 16
+
+
+def bins_dtype(Py_ssize_t max_block_width):
+    """The dtype of the block-major bins for blocks of at most ``max_block_width`` columns: uint16 or int32.
+
+    Parameters
+    ----------
+    max_block_width : int
+
+    Returns
+    -------
+    numpy.dtype
+    """
+    return np.dtype(np.uint16 if max_block_width <= NARROW_BLOCK_WIDTH else np.int32)
 
 
 def vector_isa():
@@ -77,12 +110,18 @@ cdef Py_ssize_t SCATTER_GROUPS_PER_THREAD = 4
 cdef Py_ssize_t SCATTER_STREAM_BYTES = 8 << 20
 
 
-cdef inline void _gather_add(const int32_t *col, int64_t n, const floating *src, int64_t ld, int64_t K,
+cdef inline void _gather_add(const void *col, bint narrow, int64_t n, const floating *src, int64_t ld, int64_t K,
                              double *acc) noexcept nogil:
     if floating is float:
-        rf_gather_add_f32(col, n, src, ld, K, acc)
+        if narrow:
+            rf_gather_add_f32_u16(<const uint16_t *>col, n, src, ld, K, acc)
+        else:
+            rf_gather_add_f32_i32(<const int32_t *>col, n, src, ld, K, acc)
     else:
-        rf_gather_add_f64(col, n, src, ld, K, acc)
+        if narrow:
+            rf_gather_add_f64_u16(<const uint16_t *>col, n, src, ld, K, acc)
+        else:
+            rf_gather_add_f64_i32(<const int32_t *>col, n, src, ld, K, acc)
 
 
 cdef inline void _rows_add(const int32_t *idx, int64_t stride, int64_t m, int64_t n, const floating *src,
@@ -93,12 +132,25 @@ cdef inline void _rows_add(const int32_t *idx, int64_t stride, int64_t m, int64_
         rf_rows_add_f64(idx, stride, m, n, src, ld, K, acc)
 
 
-cdef inline void _scatter_add(const int32_t *col, int64_t n, const floating *u, int64_t K,
-                              double *acc, int64_t ld) noexcept nogil:
+cdef inline void _scatter_add(const void *col, bint narrow, int64_t col_stride, int64_t m, const int64_t *offset,
+                              int64_t n, const floating *u, int64_t K, double *acc, int64_t ld) noexcept nogil:
     if floating is float:
-        rf_scatter_add_f32(col, n, u, K, acc, ld)
+        if narrow:
+            rf_scatter_add_f32_u16(<const uint16_t *>col, col_stride, m, offset, n, u, K, acc, ld)
+        else:
+            rf_scatter_add_f32_i32(<const int32_t *>col, col_stride, m, offset, n, u, K, acc, ld)
     else:
-        rf_scatter_add_f64(col, n, u, K, acc, ld)
+        if narrow:
+            rf_scatter_add_f64_u16(<const uint16_t *>col, col_stride, m, offset, n, u, K, acc, ld)
+        else:
+            rf_scatter_add_f64_i32(<const int32_t *>col, col_stride, m, offset, n, u, K, acc, ld)
+
+
+cdef inline const void *_bins_at(_OneHot L, Py_ssize_t g, Py_ssize_t i) noexcept nogil:
+    """Address of bins[g, i] (uint16 or int32 bins)."""
+    if L.narrow:
+        return <const uint16_t *>L.bins + g * L.N + i
+    return <const int32_t *>L.bins + g * L.N + i
 
 
 def padded_width(Py_ssize_t K, Py_ssize_t itemsize):
@@ -144,7 +196,8 @@ cdef inline double *_aligned64(void *p) noexcept nogil:
 
 cdef class _OneHot(ChunkLoop):
     """The one-hot block description and the dense operand of one product."""
-    cdef const int32_t *bins     # (G, N) block-major
+    cdef const void *bins        # (G, N) block-major, uint16 (narrow) or int32
+    cdef bint narrow
     cdef const int64_t *start    # (G + 1,)
     cdef Py_ssize_t G, N, K
     cdef Py_ssize_t ld           # row stride of the randomly addressed operand (B, or the scatter accumulator)
@@ -153,6 +206,7 @@ cdef class _OneHot(ChunkLoop):
     cdef const void *src         # B (D × K) or U (N × K)
     cdef void *out
     cdef const Py_ssize_t *group  # (n_groups + 1,) first block of each group
+    cdef const int64_t *offset    # (G,) first column of each block within its group (Zᵀ @ U)
 
 
 cdef Py_ssize_t _block_groups(const int64_t[::1] start, Py_ssize_t row_bytes, Py_ssize_t budget,
@@ -202,7 +256,6 @@ cdef inline void _row_block(_RowBlocks L, const floating *B, floating *out, Py_s
                             double *scratch) noexcept nogil:
     # Operands in locals: the stores to out / sums cannot then change them.
     cdef Py_ssize_t K = L.K, N = L.N, i0 = rb * ROW_BLOCK, n = min(ROW_BLOCK, N - i0), g, ii, k
-    cdef const int32_t *bins = L.bins
     cdef const int64_t *start = L.start
     cdef const double *shift = L.shift
     cdef const double *w = L.w
@@ -215,7 +268,7 @@ cdef inline void _row_block(_RowBlocks L, const floating *B, floating *out, Py_s
         _rows_add(L.cols + i0 * L.G + L.g0, L.G, L.g1 - L.g0, n, B, L.ld, K, acc)
     else:
         for g in range(L.g0, L.g1):
-            _gather_add(bins + g * N + i0, n, B + start[g] * L.ld, L.ld, K, acc)
+            _gather_add(_bins_at(L, g, i0), L.narrow, n, B + start[g] * L.ld, L.ld, K, acc)
     if not L.last:
         return
     if sums != NULL:
@@ -235,7 +288,7 @@ cdef inline void _row_block(_RowBlocks L, const floating *B, floating *out, Py_s
 
 
 def onehot_matmat(
-    const int32_t[:, ::1] bins,
+    const bin_index[:, ::1] bins,
     const int64_t[::1] start,
     double value,
     const floating[:, ::1] B,
@@ -261,9 +314,11 @@ def onehot_matmat(
 
     Parameters
     ----------
-    bins : (G, N) int32, C-contiguous
+    bins : (G, N) uint16 or int32, C-contiguous
         Local column of each row within each block (0 <= bins[g, i] <
-        start[g + 1] - start[g]; the caller guarantees it).
+        start[g + 1] - start[g]; the caller guarantees it).  uint16 needs
+        every block at most ``NARROW_BLOCK_WIDTH`` columns wide
+        (``bins_dtype``).
     start : (G + 1,) int64
         Column offsets of the blocks; start[G] = D.
     value : float
@@ -309,6 +364,7 @@ def onehot_matmat(
     n_groups = _block_groups(start, B.shape[1] * sizeof(floating),
                              ROWS_GROUP_BYTES if loop.cols != NULL else GATHER_GROUP_BYTES, G, group)
     loop.bins = &bins[0, 0] if G > 0 else NULL
+    loop.narrow = bin_index is uint16_t
     loop.start, loop.G, loop.N, loop.K, loop.value = &start[0], G, N, K, value
     loop.ld = B.shape[1]
     loop.single, loop.src, loop.out = floating is float, &B[0, 0], &out[0, 0]
@@ -358,15 +414,14 @@ cdef inline void _column_group(_ColumnBlocks L, const floating *U, floating *out
     # The accumulator rows are padded to L.ld doubles on a 64-byte boundary
     # (``padded_width``): a random read-modify-write touches one cache line.
     cdef Py_ssize_t K = L.K, ld = L.ld, N = L.N, g0 = L.group[q], g1 = L.group[q + 1]
-    cdef Py_ssize_t first = L.start[g0], width = L.start[g1] - first, i0, n, g, r, k
+    cdef Py_ssize_t first = L.start[g0], width = L.start[g1] - first, i0, n, r, k
     cdef double value = L.value
     acc = _aligned64(acc)
     memset(acc, 0, width * ld * sizeof(double))
     i0 = 0
     while i0 < N:
         n = min(SCATTER_ROWS, N - i0)
-        for g in range(g0, g1):
-            _scatter_add(L.bins + g * N + i0, n, U + i0 * K, K, acc + (L.start[g] - first) * ld, ld)
+        _scatter_add(_bins_at(L, g0, i0), L.narrow, N, g1 - g0, L.offset + g0, n, U + i0 * K, K, acc, ld)
         i0 += n
     for r in range(width):
         for k in range(K):
@@ -374,7 +429,7 @@ cdef inline void _column_group(_ColumnBlocks L, const floating *U, floating *out
 
 
 def onehot_tmatmat(
-    const int32_t[:, ::1] bins,
+    const bin_index[:, ::1] bins,
     const int64_t[::1] start,
     double value,
     const floating[:, ::1] U,
@@ -401,6 +456,7 @@ def onehot_tmatmat(
     cdef Py_ssize_t G = bins.shape[0], N = bins.shape[1], K = U.shape[1]
     cdef Py_ssize_t q, g, n_groups, T, per_group, max_width = 0, group_width = 0, ld
     cdef Py_ssize_t[::1] group = np.empty(G + 2, dtype=np.intp)
+    cdef int64_t[::1] offset = np.empty(max(G, 1), dtype=np.int64)
     cdef _ColumnBlocks loop = _ColumnBlocks()
     if U.shape[0] != N or out.shape[1] != K:
         raise ValueError("U / out have the wrong shape")
@@ -423,10 +479,13 @@ def onehot_tmatmat(
         group[q] = q * G // n_groups
     for q in range(n_groups):
         group_width = max(group_width, start[group[q + 1]] - start[group[q]])
+        for g in range(group[q], group[q + 1]):
+            offset[g] = start[g] - start[group[q]]
     loop.bins, loop.start, loop.G, loop.N, loop.K, loop.value = &bins[0, 0], &start[0], G, N, K, value
+    loop.narrow = bin_index is uint16_t
     loop.ld = ld
     loop.single, loop.src, loop.out = floating is float, &U[0, 0] if N > 0 else NULL, &out[0, 0]
-    loop.group = &group[0]
+    loop.group, loop.offset = &group[0], &offset[0]
     loop.n_chunks, loop.n_threads = n_groups, T
     loop.scratch_bytes = max(1, group_width * ld) * sizeof(double) + ALIGN_SLACK
     loop.run()
@@ -585,19 +644,27 @@ cdef class _LocalBins(ChunkLoop):
     """bins[g, i] = cols[i, g] − start[g]: chunk = TRANSPOSE_ROWS rows."""
     cdef const int32_t *cols
     cdef const int64_t *start
-    cdef int32_t *bins
+    cdef void *bins
+    cdef bint narrow
     cdef Py_ssize_t N, G
 
     cdef void run_chunk(self, Py_ssize_t c, void *scratch) noexcept nogil:
-        cdef Py_ssize_t i0 = c * TRANSPOSE_ROWS, n = min(TRANSPOSE_ROWS, self.N - i0), g, ii
-        cdef int32_t s
-        for g in range(self.G):
-            s = <int32_t>self.start[g]
-            for ii in range(n):
-                self.bins[g * self.N + i0 + ii] = self.cols[(i0 + ii) * self.G + g] - s
+        if self.narrow:
+            _local_bins_chunk(self, <uint16_t *>self.bins, c)
+        else:
+            _local_bins_chunk(self, <int32_t *>self.bins, c)
 
 
-def local_bins(const int32_t[:, ::1] cols, const int64_t[::1] start, int32_t[:, ::1] bins, int n_threads):
+cdef inline void _local_bins_chunk(_LocalBins L, bin_index *bins, Py_ssize_t c) noexcept nogil:
+    cdef Py_ssize_t i0 = c * TRANSPOSE_ROWS, n = min(TRANSPOSE_ROWS, L.N - i0), g, ii, N = L.N, G = L.G
+    cdef int32_t s
+    for g in range(G):
+        s = <int32_t>L.start[g]
+        for ii in range(n):
+            bins[g * N + i0 + ii] = <bin_index>(L.cols[(i0 + ii) * G + g] - s)
+
+
+def local_bins(const int32_t[:, ::1] cols, const int64_t[::1] start, bin_index[:, ::1] bins, int n_threads):
     """Write the block-major local bins of a one-hot block matrix from its row-major columns.
 
     ``bins[g, i] = cols[i, g] − start[g]``: the transpose NumPy would make
@@ -610,7 +677,9 @@ def local_bins(const int32_t[:, ::1] cols, const int64_t[::1] start, int32_t[:, 
         Global column of each row's nonzero in each block (Z's CSR indices).
     start : (G + 1,) int64
         Block offsets; the caller guarantees start[g] <= cols[i, g] < start[g + 1].
-    bins : (G, N) int32, C-contiguous, overwritten
+    bins : (G, N) uint16 or int32, C-contiguous, overwritten
+        uint16 only when every block is at most ``NARROW_BLOCK_WIDTH``
+        columns wide (the caller guarantees it; ``bins_dtype``).
     n_threads : int
     """
     cdef Py_ssize_t N = cols.shape[0], G = cols.shape[1]
@@ -620,5 +689,6 @@ def local_bins(const int32_t[:, ::1] cols, const int64_t[::1] start, int32_t[:, 
     if N == 0 or G == 0:
         return
     loop.cols, loop.start, loop.bins, loop.N, loop.G = &cols[0, 0], &start[0], &bins[0, 0], N, G
+    loop.narrow = bin_index is uint16_t
     loop.n_chunks, loop.n_threads = (N + TRANSPOSE_ROWS - 1) // TRANSPOSE_ROWS, max(1, n_threads)
     loop.run()

@@ -5,7 +5,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .._core.threads import threads_for
-from .._ext._onehot_fast import block_ranges, local_bins, n_row_blocks, onehot_matmat, onehot_tmatmat, pad_rows, padded_width
+from .._ext._onehot_fast import bins_dtype, block_ranges, local_bins, n_row_blocks, onehot_matmat, onehot_tmatmat, pad_rows, padded_width
 from .csr import _common_index_dtype, csr_gram_block_of
 from .operator import Capability, FeatureOperator, MatrixKind
 
@@ -96,7 +96,10 @@ def onehot_layout(Z, n_threads=1):
 
 
 def block_major_bins(Z, layout, n_threads=1):
-    """Return the (G, N) int32 local column of every row in every block: the kernels' block-major copy.
+    """Return the (G, N) local column of every row in every block: the kernels' block-major copy.
+
+    uint16 when every block is at most 65536 columns wide (half the bytes
+    each product streams), else int32 (``_ext._onehot_fast.bins_dtype``).
 
     Parameters
     ----------
@@ -107,11 +110,11 @@ def block_major_bins(Z, layout, n_threads=1):
 
     Returns
     -------
-    ndarray of shape (G, N), int32
+    ndarray of shape (G, N), uint16 or int32
     """
     N, G, start = Z.shape[0], layout.n_blocks, layout.start
     cols = Z.indices.reshape(N, G)
-    bins = np.empty((G, N), dtype=np.int32)
+    bins = np.empty((G, N), dtype=bins_dtype(int(np.diff(start).max(initial=0))))
     if cols.dtype == np.int32:
         local_bins(cols, start, bins, n_threads)
     else:  # int64 indices (rare): NumPy's transpose
@@ -131,7 +134,7 @@ def onehot_block_structure(Z, n_threads=1):
     Returns
     -------
     None, or (bins, start, value)
-        bins (G, N) int32 local columns, start (G + 1,) int64 block offsets
+        bins (G, N) uint16 or int32 local columns (``block_major_bins``), start (G + 1,) int64 block offsets
         (start[0] = 0, start[G] = D), value float.
     """
     layout = onehot_layout(Z, n_threads)
@@ -148,8 +151,9 @@ class OneHotBlockProducts(FeatureOperator):
     no CSC copy); ``normal`` fuses centring and weights into ``Z @ P``.
     The Gram block is read from Z's CSR (``csr_gram_block_of``).  Speed
     against SciPy: DESIGN.md, "One-hot block products".  Memory: the
-    block-major copy of the bins is N·G int32,
-    the size of Z's index array (Z itself is kept for the Gram block).
+    block-major copy of the bins is N·G uint16 (blocks of at most 65536
+    columns) or int32, at most the size of Z's index array (Z itself is
+    kept for the Gram block).
 
     Parameters
     ----------

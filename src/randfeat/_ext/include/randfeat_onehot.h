@@ -18,7 +18,9 @@
  * (randfeat_common.h).  The order of the additions into each acc entry is
  * the order of i whatever the path, so every path gives the same result.
  * In the scatter, col may repeat; the row loop is sequential so repeated
- * bins accumulate correctly. */
+ * bins accumulate correctly.  The scatter takes m blocks at once (their
+ * columns col + j·col_stride, their accumulators at acc + offset[j]·ld).
+ * The block-major bins (gather, scatter) are int32 or uint16. */
 #ifndef RANDFEAT_ONEHOT_H
 #define RANDFEAT_ONEHOT_H
 
@@ -115,64 +117,6 @@ RF_ADDROW(rf_addrow_f32, float)
 /* One body per value type; KB is a compile-time width after inlining
  * (1..8 through the switch below), so the k loop is fully unrolled. */
 #define RF_ONEHOT_BODIES(SUFFIX, VAL)                                                      \
-    RF_INLINE void rf_gather_w_##SUFFIX(const int32_t *RF_RESTRICT col, int64_t n,            \
-                                        const VAL *RF_RESTRICT src, int64_t ld, int64_t K,    \
-                                        double *RF_RESTRICT acc, const int64_t KB)            \
-    {                                                                                      \
-        if (KB == 1) { /* left to the compiler, which unrolls it well */                  \
-            for (int64_t i = 0; i < n; ++i) acc[i] += (double)src[(int64_t)col[i] * ld];   \
-            return;                                                                        \
-        }                                                                                  \
-        for (int64_t i = 0; i < n; ++i) {                                                  \
-            rf_addrow_##SUFFIX(acc + i * K, src + (int64_t)col[i] * ld, KB);               \
-        }                                                                                  \
-    }                                                                                      \
-    RF_INLINE void rf_scatter_w_##SUFFIX(const int32_t *RF_RESTRICT col, int64_t n,           \
-                                         const VAL *RF_RESTRICT u, int64_t K,                 \
-                                         double *RF_RESTRICT acc, int64_t ld, const int64_t KB) \
-    {                                                                                      \
-        for (int64_t i = 0; i < n; ++i) {                                                  \
-            rf_addrow_##SUFFIX(acc + (int64_t)col[i] * ld, u + i * K, KB);                 \
-        }                                                                                  \
-    }                                                                                      \
-    RF_INLINE void rf_gather_add_##SUFFIX##_body(const int32_t *RF_RESTRICT col, int64_t n,   \
-                                                 const VAL *RF_RESTRICT src, int64_t ld,      \
-                                                 int64_t K, double *RF_RESTRICT acc)          \
-    {                                                                                      \
-        switch (K) {                                                                       \
-        case 1: /* ld = 1 as a constant: the common case, left to the compiler */           \
-            if (ld == 1) rf_gather_w_##SUFFIX(col, n, src, 1, K, acc, 1);                  \
-            else rf_gather_w_##SUFFIX(col, n, src, ld, K, acc, 1);                         \
-            break;                                                                         \
-        case 2: rf_gather_w_##SUFFIX(col, n, src, ld, K, acc, 2); break;                   \
-        case 3: rf_gather_w_##SUFFIX(col, n, src, ld, K, acc, 3); break;                   \
-        case 4: rf_gather_w_##SUFFIX(col, n, src, ld, K, acc, 4); break;                   \
-        case 5: rf_gather_w_##SUFFIX(col, n, src, ld, K, acc, 5); break;                   \
-        case 6: rf_gather_w_##SUFFIX(col, n, src, ld, K, acc, 6); break;                   \
-        case 7: rf_gather_w_##SUFFIX(col, n, src, ld, K, acc, 7); break;                   \
-        case 8: rf_gather_w_##SUFFIX(col, n, src, ld, K, acc, 8); break;                   \
-        default: rf_gather_w_##SUFFIX(col, n, src, ld, K, acc, K); break;                  \
-        }                                                                                  \
-    }                                                                                      \
-    RF_INLINE void rf_scatter_add_##SUFFIX##_body(const int32_t *RF_RESTRICT col, int64_t n,  \
-                                                  const VAL *RF_RESTRICT u, int64_t K,        \
-                                                  double *RF_RESTRICT acc, int64_t ld)        \
-    {                                                                                      \
-        switch (K) {                                                                       \
-        case 1:                                                                            \
-            if (ld == 1) rf_scatter_w_##SUFFIX(col, n, u, K, acc, 1, 1);                   \
-            else rf_scatter_w_##SUFFIX(col, n, u, K, acc, ld, 1);                          \
-            break;                                                                         \
-        case 2: rf_scatter_w_##SUFFIX(col, n, u, K, acc, ld, 2); break;                    \
-        case 3: rf_scatter_w_##SUFFIX(col, n, u, K, acc, ld, 3); break;                    \
-        case 4: rf_scatter_w_##SUFFIX(col, n, u, K, acc, ld, 4); break;                    \
-        case 5: rf_scatter_w_##SUFFIX(col, n, u, K, acc, ld, 5); break;                    \
-        case 6: rf_scatter_w_##SUFFIX(col, n, u, K, acc, ld, 6); break;                    \
-        case 7: rf_scatter_w_##SUFFIX(col, n, u, K, acc, ld, 7); break;                    \
-        case 8: rf_scatter_w_##SUFFIX(col, n, u, K, acc, ld, 8); break;                    \
-        default: rf_scatter_w_##SUFFIX(col, n, u, K, acc, ld, K); break;                   \
-        }                                                                                  \
-    }                                                                                      \
     RF_INLINE void rf_rows_w_##SUFFIX(const int32_t *RF_RESTRICT idx, int64_t stride,         \
                                       int64_t m, int64_t n, const VAL *RF_RESTRICT src,       \
                                       int64_t ld, int64_t K, double *RF_RESTRICT acc,         \
@@ -205,34 +149,142 @@ RF_ADDROW(rf_addrow_f32, float)
 RF_ONEHOT_BODIES(f64, double)
 RF_ONEHOT_BODIES(f32, float)
 
-#define RF_GATHER_F64_PARAMS (const int32_t *col, int64_t n, const double *src, int64_t ld, int64_t K, double *acc)
-#define RF_GATHER_F32_PARAMS (const int32_t *col, int64_t n, const float *src, int64_t ld, int64_t K, double *acc)
-#define RF_SCATTER_F64_PARAMS (const int32_t *col, int64_t n, const double *u, int64_t K, double *acc, int64_t ld)
-#define RF_SCATTER_F32_PARAMS (const int32_t *col, int64_t n, const float *u, int64_t K, double *acc, int64_t ld)
-RF_ISA_CLONES(rf_gather_add_f64, RF_GATHER_F64_PARAMS, (col, n, src, ld, K, acc))
-RF_ISA_CLONES(rf_gather_add_f32, RF_GATHER_F32_PARAMS, (col, n, src, ld, K, acc))
-RF_ISA_CLONES(rf_scatter_add_f64, RF_SCATTER_F64_PARAMS, (col, n, u, K, acc, ld))
-RF_ISA_CLONES(rf_scatter_add_f32, RF_SCATTER_F32_PARAMS, (col, n, u, K, acc, ld))
+/* The gather and scatter bodies per (value type, bin index type): the
+ * block-major bins are int32, or uint16 when every block is at most 65536
+ * columns wide (half the bytes streamed per product; same sums). */
+#define RF_ONEHOT_INDEXED_BODIES(SUFFIX, VAL, ISUFFIX, IDX)                                \
+    RF_INLINE void rf_gather_w_##SUFFIX##_##ISUFFIX(const IDX *RF_RESTRICT col, int64_t n,    \
+                                        const VAL *RF_RESTRICT src, int64_t ld, int64_t K,    \
+                                        double *RF_RESTRICT acc, const int64_t KB)            \
+    {                                                                                      \
+        if (KB == 1) { /* left to the compiler, which unrolls it well */                  \
+            for (int64_t i = 0; i < n; ++i) acc[i] += (double)src[(int64_t)col[i] * ld];   \
+            return;                                                                        \
+        }                                                                                  \
+        for (int64_t i = 0; i < n; ++i) {                                                  \
+            rf_addrow_##SUFFIX(acc + i * K, src + (int64_t)col[i] * ld, KB);               \
+        }                                                                                  \
+    }                                                                                      \
+    RF_INLINE void rf_gather_add_##SUFFIX##_##ISUFFIX##_body(const IDX *RF_RESTRICT col, int64_t n, \
+                                                 const VAL *RF_RESTRICT src, int64_t ld,      \
+                                                 int64_t K, double *RF_RESTRICT acc)          \
+    {                                                                                      \
+        switch (K) {                                                                       \
+        case 1: /* ld = 1 as a constant: the common case, left to the compiler */           \
+            if (ld == 1) rf_gather_w_##SUFFIX##_##ISUFFIX(col, n, src, 1, K, acc, 1);      \
+            else rf_gather_w_##SUFFIX##_##ISUFFIX(col, n, src, ld, K, acc, 1);             \
+            break;                                                                         \
+        case 2: rf_gather_w_##SUFFIX##_##ISUFFIX(col, n, src, ld, K, acc, 2); break;       \
+        case 3: rf_gather_w_##SUFFIX##_##ISUFFIX(col, n, src, ld, K, acc, 3); break;       \
+        case 4: rf_gather_w_##SUFFIX##_##ISUFFIX(col, n, src, ld, K, acc, 4); break;       \
+        case 5: rf_gather_w_##SUFFIX##_##ISUFFIX(col, n, src, ld, K, acc, 5); break;       \
+        case 6: rf_gather_w_##SUFFIX##_##ISUFFIX(col, n, src, ld, K, acc, 6); break;       \
+        case 7: rf_gather_w_##SUFFIX##_##ISUFFIX(col, n, src, ld, K, acc, 7); break;       \
+        case 8: rf_gather_w_##SUFFIX##_##ISUFFIX(col, n, src, ld, K, acc, 8); break;       \
+        default: rf_gather_w_##SUFFIX##_##ISUFFIX(col, n, src, ld, K, acc, K); break;      \
+        }                                                                                  \
+    }                                                                                      \
+    /* Up to four blocks at once: each row of u is loaded once and added into    \
+     * the four blocks' accumulators (disjoint, so every accumulator entry still   \
+     * sums its rows in row order: the same result as one block at a time). */    \
+    RF_INLINE void rf_scatter_w_##SUFFIX##_##ISUFFIX(const IDX *RF_RESTRICT col, int64_t col_stride, \
+                                         int64_t m, const int64_t *RF_RESTRICT offset,      \
+                                         int64_t n, const VAL *RF_RESTRICT u, int64_t K,      \
+                                         double *RF_RESTRICT acc, int64_t ld, const int64_t KB) \
+    {                                                                                      \
+        int64_t j = 0;                                                                     \
+        for (; j + 4 <= m; j += 4) {                                                       \
+            const IDX *c0 = col + j * col_stride, *c1 = c0 + col_stride;                   \
+            const IDX *c2 = c1 + col_stride, *c3 = c2 + col_stride;                        \
+            double *a0 = acc + offset[j] * ld, *a1 = acc + offset[j + 1] * ld;             \
+            double *a2 = acc + offset[j + 2] * ld, *a3 = acc + offset[j + 3] * ld;         \
+            for (int64_t i = 0; i < n; ++i) {                                              \
+                const VAL *ui = u + i * K;                                                 \
+                rf_addrow_##SUFFIX(a0 + (int64_t)c0[i] * ld, ui, KB);                      \
+                rf_addrow_##SUFFIX(a1 + (int64_t)c1[i] * ld, ui, KB);                      \
+                rf_addrow_##SUFFIX(a2 + (int64_t)c2[i] * ld, ui, KB);                      \
+                rf_addrow_##SUFFIX(a3 + (int64_t)c3[i] * ld, ui, KB);                      \
+            }                                                                              \
+        }                                                                                  \
+        for (; j < m; ++j) {                                                               \
+            const IDX *c = col + j * col_stride;                                           \
+            double *a = acc + offset[j] * ld;                                              \
+            for (int64_t i = 0; i < n; ++i)                                                \
+                rf_addrow_##SUFFIX(a + (int64_t)c[i] * ld, u + i * K, KB);                 \
+        }                                                                                  \
+    }                                                                                      \
+    RF_INLINE void rf_scatter_add_##SUFFIX##_##ISUFFIX##_body(const IDX *RF_RESTRICT col,     \
+                                                  int64_t col_stride, int64_t m,              \
+                                                  const int64_t *RF_RESTRICT offset, int64_t n, \
+                                                  const VAL *RF_RESTRICT u, int64_t K,        \
+                                                  double *RF_RESTRICT acc, int64_t ld)        \
+    {                                                                                      \
+        switch (K) {                                                                       \
+        case 1:                                                                            \
+            if (ld == 1) rf_scatter_w_##SUFFIX##_##ISUFFIX(col, col_stride, m, offset, n, u, K, acc, 1, 1); \
+            else rf_scatter_w_##SUFFIX##_##ISUFFIX(col, col_stride, m, offset, n, u, K, acc, ld, 1);      \
+            break;                                                                         \
+        case 2: rf_scatter_w_##SUFFIX##_##ISUFFIX(col, col_stride, m, offset, n, u, K, acc, ld, 2); break; \
+        case 3: rf_scatter_w_##SUFFIX##_##ISUFFIX(col, col_stride, m, offset, n, u, K, acc, ld, 3); break; \
+        case 4: rf_scatter_w_##SUFFIX##_##ISUFFIX(col, col_stride, m, offset, n, u, K, acc, ld, 4); break; \
+        case 5: rf_scatter_w_##SUFFIX##_##ISUFFIX(col, col_stride, m, offset, n, u, K, acc, ld, 5); break; \
+        case 6: rf_scatter_w_##SUFFIX##_##ISUFFIX(col, col_stride, m, offset, n, u, K, acc, ld, 6); break; \
+        case 7: rf_scatter_w_##SUFFIX##_##ISUFFIX(col, col_stride, m, offset, n, u, K, acc, ld, 7); break; \
+        case 8: rf_scatter_w_##SUFFIX##_##ISUFFIX(col, col_stride, m, offset, n, u, K, acc, ld, 8); break; \
+        default: rf_scatter_w_##SUFFIX##_##ISUFFIX(col, col_stride, m, offset, n, u, K, acc, ld, K); break; \
+        }                                                                                  \
+    }
+
+RF_ONEHOT_INDEXED_BODIES(f64, double, i32, int32_t)
+RF_ONEHOT_INDEXED_BODIES(f32, float, i32, int32_t)
+RF_ONEHOT_INDEXED_BODIES(f64, double, u16, uint16_t)
+RF_ONEHOT_INDEXED_BODIES(f32, float, u16, uint16_t)
+
+
 #define RF_ROWS_F64_PARAMS (const int32_t *idx, int64_t stride, int64_t m, int64_t n, const double *src, int64_t ld, int64_t K, double *acc)
 #define RF_ROWS_F32_PARAMS (const int32_t *idx, int64_t stride, int64_t m, int64_t n, const float *src, int64_t ld, int64_t K, double *acc)
 RF_ISA_CLONES(rf_rows_add_f64, RF_ROWS_F64_PARAMS, (idx, stride, m, n, src, ld, K, acc))
 RF_ISA_CLONES(rf_rows_add_f32, RF_ROWS_F32_PARAMS, (idx, stride, m, n, src, ld, K, acc))
 RF_ISA_POINTER(rf_rows_add_f64, RF_ROWS_F64_PARAMS)
 RF_ISA_POINTER(rf_rows_add_f32, RF_ROWS_F32_PARAMS)
-RF_ISA_POINTER(rf_gather_add_f64, RF_GATHER_F64_PARAMS)
-RF_ISA_POINTER(rf_gather_add_f32, RF_GATHER_F32_PARAMS)
-RF_ISA_POINTER(rf_scatter_add_f64, RF_SCATTER_F64_PARAMS)
-RF_ISA_POINTER(rf_scatter_add_f32, RF_SCATTER_F32_PARAMS)
+#define RF_GATHER_F64_I32_PARAMS (const int32_t *col, int64_t n, const double *src, int64_t ld, int64_t K, double *acc)
+#define RF_SCATTER_F64_I32_PARAMS (const int32_t *col, int64_t col_stride, int64_t m, const int64_t *offset, int64_t n, const double *u, int64_t K, double *acc, int64_t ld)
+RF_ISA_CLONES(rf_gather_add_f64_i32, RF_GATHER_F64_I32_PARAMS, (col, n, src, ld, K, acc))
+RF_ISA_CLONES(rf_scatter_add_f64_i32, RF_SCATTER_F64_I32_PARAMS, (col, col_stride, m, offset, n, u, K, acc, ld))
+RF_ISA_POINTER(rf_gather_add_f64_i32, RF_GATHER_F64_I32_PARAMS)
+RF_ISA_POINTER(rf_scatter_add_f64_i32, RF_SCATTER_F64_I32_PARAMS)
+#define RF_GATHER_F64_U16_PARAMS (const uint16_t *col, int64_t n, const double *src, int64_t ld, int64_t K, double *acc)
+#define RF_SCATTER_F64_U16_PARAMS (const uint16_t *col, int64_t col_stride, int64_t m, const int64_t *offset, int64_t n, const double *u, int64_t K, double *acc, int64_t ld)
+RF_ISA_CLONES(rf_gather_add_f64_u16, RF_GATHER_F64_U16_PARAMS, (col, n, src, ld, K, acc))
+RF_ISA_CLONES(rf_scatter_add_f64_u16, RF_SCATTER_F64_U16_PARAMS, (col, col_stride, m, offset, n, u, K, acc, ld))
+RF_ISA_POINTER(rf_gather_add_f64_u16, RF_GATHER_F64_U16_PARAMS)
+RF_ISA_POINTER(rf_scatter_add_f64_u16, RF_SCATTER_F64_U16_PARAMS)
+#define RF_GATHER_F32_I32_PARAMS (const int32_t *col, int64_t n, const float *src, int64_t ld, int64_t K, double *acc)
+#define RF_SCATTER_F32_I32_PARAMS (const int32_t *col, int64_t col_stride, int64_t m, const int64_t *offset, int64_t n, const float *u, int64_t K, double *acc, int64_t ld)
+RF_ISA_CLONES(rf_gather_add_f32_i32, RF_GATHER_F32_I32_PARAMS, (col, n, src, ld, K, acc))
+RF_ISA_CLONES(rf_scatter_add_f32_i32, RF_SCATTER_F32_I32_PARAMS, (col, col_stride, m, offset, n, u, K, acc, ld))
+RF_ISA_POINTER(rf_gather_add_f32_i32, RF_GATHER_F32_I32_PARAMS)
+RF_ISA_POINTER(rf_scatter_add_f32_i32, RF_SCATTER_F32_I32_PARAMS)
+#define RF_GATHER_F32_U16_PARAMS (const uint16_t *col, int64_t n, const float *src, int64_t ld, int64_t K, double *acc)
+#define RF_SCATTER_F32_U16_PARAMS (const uint16_t *col, int64_t col_stride, int64_t m, const int64_t *offset, int64_t n, const float *u, int64_t K, double *acc, int64_t ld)
+RF_ISA_CLONES(rf_gather_add_f32_u16, RF_GATHER_F32_U16_PARAMS, (col, n, src, ld, K, acc))
+RF_ISA_CLONES(rf_scatter_add_f32_u16, RF_SCATTER_F32_U16_PARAMS, (col, col_stride, m, offset, n, u, K, acc, ld))
+RF_ISA_POINTER(rf_gather_add_f32_u16, RF_GATHER_F32_U16_PARAMS)
+RF_ISA_POINTER(rf_scatter_add_f32_u16, RF_SCATTER_F32_U16_PARAMS)
 
 /* Pick the code path once (at module import); returns the RF_ISA_* used. */
 static int rf_onehot_init(void) {
     int isa = rf_detect_isa();
     RF_ISA_PICK(rf_rows_add_f64, isa);
     RF_ISA_PICK(rf_rows_add_f32, isa);
-    RF_ISA_PICK(rf_gather_add_f64, isa);
-    RF_ISA_PICK(rf_gather_add_f32, isa);
-    RF_ISA_PICK(rf_scatter_add_f64, isa);
-    RF_ISA_PICK(rf_scatter_add_f32, isa);
+    RF_ISA_PICK(rf_gather_add_f64_i32, isa);
+    RF_ISA_PICK(rf_gather_add_f64_u16, isa);
+    RF_ISA_PICK(rf_gather_add_f32_i32, isa);
+    RF_ISA_PICK(rf_gather_add_f32_u16, isa);
+    RF_ISA_PICK(rf_scatter_add_f64_i32, isa);
+    RF_ISA_PICK(rf_scatter_add_f64_u16, isa);
+    RF_ISA_PICK(rf_scatter_add_f32_i32, isa);
+    RF_ISA_PICK(rf_scatter_add_f32_u16, isa);
     return isa;
 }
 
