@@ -261,7 +261,7 @@ cdef inline void _row_block(_RowBlocks L, const floating *B, floating *out, Py_s
     cdef const double *w = L.w
     cdef double *sums = L.sums
     cdef double *acc = scratch if L.acc == NULL else L.acc + i0 * K
-    cdef double value = L.value, v
+    cdef double value = L.value, v, sk, s
     if L.first:
         memset(acc, 0, n * K * sizeof(double))
     if L.cols != NULL:
@@ -271,20 +271,26 @@ cdef inline void _row_block(_RowBlocks L, const floating *B, floating *out, Py_s
             _gather_add(_bins_at(L, g, i0), L.narrow, n, B + start[g] * L.ld, L.ld, K, acc)
     if not L.last:
         return
-    if sums != NULL:
-        for k in range(K):
-            sums[rb * K + k] = 0.0
-    for ii in range(n):
-        for k in range(K):
-            v = value * acc[ii * K + k]
-            if shift != NULL:
-                v = v - shift[k]
-            if w != NULL:
-                v = v * w[i0 + ii]
-            # With acc = out (float64, several groups) this overwrites the entry just read.
-            out[(i0 + ii) * K + k] = <floating>v
-            if sums != NULL:
-                sums[rb * K + k] += v
+    # Column by column, without branches in the row loops (subtracting 0.0
+    # and leaving out the unit weights change no value); each column's sum
+    # still adds its rows in order.  (Row by row, the running sums went
+    # through memory: 1.8 of 12 ms for one target on 522000 rows.)
+    for k in range(K):
+        sk = shift[k] if shift != NULL else 0.0
+        s = 0.0
+        if w != NULL:
+            for ii in range(n):
+                v = (value * acc[ii * K + k] - sk) * w[i0 + ii]
+                # With acc = out (float64, several groups) this overwrites the entry just read.
+                out[(i0 + ii) * K + k] = <floating>v
+                s = s + v
+        else:
+            for ii in range(n):
+                v = value * acc[ii * K + k] - sk
+                out[(i0 + ii) * K + k] = <floating>v
+                s = s + v
+        if sums != NULL:
+            sums[rb * K + k] = s
 
 
 def onehot_matmat(
