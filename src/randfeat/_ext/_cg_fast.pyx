@@ -49,22 +49,31 @@ def finish_apply(
     cdef Py_ssize_t D = Q.shape[0], K = Q.shape[1]
     cdef Py_ssize_t nb = partial_pq.shape[0], b, j, k, j0, j1
     cdef bint centred = mu.shape[0] > 0
-    cdef double q
+    cdef double q, acc, sk
     with nogil:
         # Blocks handed out dynamically: on a busy machine a descheduled
         # thread holds up one block, not half the loop (same bits either way).
         for b in prange(nb, num_threads=n_threads, schedule="dynamic", chunksize=1):
             j0 = b * _BLOCK
             j1 = min(j0 + _BLOCK, D)
+            # Column by column (the block stays in cache), each column's sum
+            # in a register: kept in partial_pq it went through memory, a
+            # store-load chain per row (~1 ms a call at one target, 500000 rows).
             for k in range(K):
-                partial_pq[b, k] = 0.0
-            for j in range(j0, j1):
-                for k in range(K):
-                    q = Q[j, k] + alpha * P[j, k]
-                    if centred:
-                        q = q - mu[j] * s[k]
-                    Q[j, k] = <cython.floating>q
-                    partial_pq[b, k] = partial_pq[b, k] + <double>P[j, k] * <double>Q[j, k]
+                acc = 0.0
+                if centred:
+                    sk = s[k]
+                    for j in range(j0, j1):
+                        q = Q[j, k] + alpha * P[j, k]
+                        q = q - mu[j] * sk
+                        Q[j, k] = <cython.floating>q
+                        acc = acc + <double>P[j, k] * <double>Q[j, k]
+                else:
+                    for j in range(j0, j1):
+                        q = Q[j, k] + alpha * P[j, k]
+                        Q[j, k] = <cython.floating>q
+                        acc = acc + <double>P[j, k] * <double>Q[j, k]
+                partial_pq[b, k] = acc
 
 
 def scale_rows(
