@@ -88,6 +88,14 @@ def test_error_messages_unchanged(key):
     assert str(PIPELINE_CURRENT[key]) == want
 
 
+#: Cases solved by CG only to the estimators' default tol (1e-6).  Issue 27
+#: sums CG's one-target reductions (residual norms, pᵀAp, dot products) in
+#: four partial sums per block instead of one running sum (4-5x faster, same
+#: for any thread count): a different rounding, which moves an iterate
+#: stopped at tol 1e-6 by up to ~1e-6 of its scale (measured 5e-7).
+LOOSE_CG_CASES = ("cv/kfold-binning:",)
+
+
 @pytest.mark.parametrize("key", sorted(k for k in PIPELINE_BASELINE if not k.endswith(":message")))
 def test_pipeline_outputs_unchanged(key):
     got, want = PIPELINE_CURRENT[key], PIPELINE_BASELINE[key]
@@ -96,8 +104,16 @@ def test_pipeline_outputs_unchanged(key):
         # Features and binning structure: randfeat's own arithmetic, bit for bit.
         np.testing.assert_array_equal(got, want, err_msg=key)
         return
+    if key.endswith(":n_iter"):
+        # CG at tol 1e-12 stops when its recursive residual crosses tol, near
+        # the rounding floor: the reductions' new rounding (LOOSE_CG_CASES)
+        # may move that by one iteration (seen: 49 -> 48), not more.
+        assert np.all(np.abs(got.astype(np.int64) - want.astype(np.int64)) <= 1), (key, got, want)
+        return
     got, want = got.astype(np.float64), want.astype(np.float64)
     rtol = 2e-4 if "float32" in key else 1e-10
+    if key.startswith(LOOSE_CG_CASES):
+        rtol = 2e-6
     scale = max(np.abs(want).max(), 1e-300) if want.size else 1.0
     np.testing.assert_allclose(got, want, rtol=0, atol=rtol * scale, err_msg=key)
 
