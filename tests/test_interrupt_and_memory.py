@@ -244,5 +244,13 @@ def test_binning_fit_transform_peak_memory(n, P, dtype, gamma):
     except OSError:
         pytest.skip("the peak-RSS counter cannot be reset here (/proc/self/clear_refs)")
     out = run_child(PEAK_CHILD.format(n=n, P=P, dtype=dtype, gamma=gamma))
-    bar = 1.5 * out["csr"] + out["vocab"]
-    assert out["peak"] <= bar, f"peak {out['peak'] / 2**20:.1f} MiB > 1.5 x output + vocabulary ({bar / 2**20:.1f} MiB): {out}"
+    # Plus a fixed 8 MiB: the resident set grows in 2 MiB steps where huge
+    # pages back a buffer, and glibc may keep a freed task buffer in a
+    # thread's arena a little longer, depending on how the two threads'
+    # tasks interleave.  Without it the 100000 x 10 float32 case (bar 24.6
+    # MiB, usually 22-23.4) failed in 1 of the last ~10 full-suite runs; the same
+    # case at 300000 rows peaked at 70.3-78.7 MiB against 78.9.  A change that
+    # scales with the data still shows.
+    bar = 1.5 * out["csr"] + out["vocab"] + (8 << 20)
+    assert out["peak"] <= bar, (
+        f"peak {out['peak'] / 2**20:.1f} MiB > 1.5 x output + vocabulary + 8 MiB ({bar / 2**20:.1f} MiB): {out}")
