@@ -589,3 +589,37 @@ def test_refit_without_features_forgets_the_old_map():
     est.set_params(features=None).fit(X, y)
     assert not hasattr(est, "features_")
     np.testing.assert_allclose(est.predict(X), Ridge(alpha=1e-3).fit(X, y).predict(X))
+
+
+@pytest.mark.kernel
+@pytest.mark.parametrize("D, K", [(9000, 1), (9000, 3), (4096, 1), (3, 2), (20000, 7)])
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_fused_cg_passes_give_the_unfused_bits(D, K, threads):
+    # cross_products_pair and cg_step are passes fused for speed: they must
+    # give exactly what the separate kernels give (block CG relies on it).
+    from randfeat._ext._cg_fast import add_products, cg_step, cross_products, cross_products_pair, n_blocks, scale_rows
+
+    rng = np.random.default_rng(D + K)
+    X, R, P, Q = (rng.standard_normal((D, K)) for _ in range(4))
+    step = rng.standard_normal((K, K))
+    inv_diag, live = rng.uniform(0.5, 2, D), np.ones(K)
+    live[::2] = 0.0 if K > 1 else 1.0
+    S, PR = cross_products_pair(P, Q, R, threads)
+    np.testing.assert_array_equal(S, cross_products(P, Q, threads))
+    np.testing.assert_array_equal(PR, cross_products(P, R, threads))
+    np.testing.assert_allclose(PR, P.T @ R, rtol=1e-11, atol=1e-10)
+
+    X1, R1 = X.copy(), R.copy()
+    add_products(X1, P, step, 1.0, threads)
+    add_products(R1, Q, step, -1.0, threads)
+    Zr1, part1 = np.empty_like(R), np.empty((n_blocks(D), K))
+    scale_rows(R1, inv_diag, live, Zr1, part1, threads)
+    X2, R2 = X.copy(), R.copy()
+    Zr2, part2 = np.empty_like(R), np.empty((n_blocks(D), K))
+    cg_step(X2, R2, P, Q, step, inv_diag, live, Zr2, part2, threads)
+    for a, b in ((X1, X2), (R1, R2), (Zr1, Zr2), (part1, part2)):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_allclose(X2, X + P @ step, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(part2.sum(0), (R2**2).sum(0), rtol=1e-12)
+    with pytest.raises(ValueError, match="shapes"):
+        cg_step(X2, R2[:-1], P, Q, step, inv_diag, live, Zr2, part2, threads)

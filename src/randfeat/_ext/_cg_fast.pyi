@@ -27,3 +27,18 @@ def add_products(
     n_threads: int,
 ) -> None: ...
 def cross_products(A: NDArray[np.float64], B: NDArray[np.float64], n_threads: int) -> NDArray[np.float64]: ...
+def cross_products_pair(
+    A: NDArray[np.float64], B: NDArray[np.float64], C: NDArray[np.float64], n_threads: int
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]: ...
+def cg_step(
+    X: NDArray[np.float64],
+    R: NDArray[np.float64],
+    P: NDArray[np.float64],
+    Q: NDArray[np.float64],
+    step: NDArray[np.float64],
+    inv_diag: NDArray[np.float64],
+    live: NDArray[np.float64],
+    Zr: NDArray[np.float64],
+    partial_rr: NDArray[np.float64],
+    n_threads: int,
+) -> None: ...

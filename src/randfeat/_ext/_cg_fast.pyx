@@ -180,14 +180,16 @@ def scale_rows(
 
 
 cdef class _ThinProducts(ChunkLoop):
-    """Per row block b: out += sign · A_b C (``add``), or part[b] = A_bᵀ B_b (``cross``)."""
+    """Per row block b: out += sign · A_b C (``add``), or part[b] = A_bᵀ B_b (``cross``; with ``pair`` also part2[b] = A_bᵀ B2_b)."""
     cdef const double *A
     cdef const double *B
+    cdef const double *B2
     cdef const double *C
     cdef double *out
+    cdef double *out2
     cdef double sign
     cdef Py_ssize_t D, m, n
-    cdef bint cross
+    cdef bint cross, pair
 
     cdef void run_chunk(self, Py_ssize_t b, void *scratch) noexcept nogil:
         cdef Py_ssize_t j0 = b * _BLOCK
@@ -203,6 +205,9 @@ cdef class _ThinProducts(ChunkLoop):
             # part[b] (m × n, row-major) = A_bᵀ B_b; column-major n × m: B_bᵀ A_b.
             gemm[double](_N, _T, n, m, rows, 1.0, self.B + j0 * n, n, self.A + j0 * m, m, 0.0,
                  self.out + b * m * n, n)
+            if self.pair:  # the block of A is in cache now
+                gemm[double](_N, _T, n, m, rows, 1.0, self.B2 + j0 * n, n, self.A + j0 * m, m, 0.0,
+                     self.out2 + b * m * n, n)
         else:
             # out_b (rows × n) += sign · A_b C; column-major: out_bᵀ += sign · Cᵀ A_bᵀ.
             gemm[double](_N, _N, n, rows, m, self.sign, self.C, n, self.A + j0 * m, m, 1.0,
@@ -214,6 +219,8 @@ cdef class _ThinProducts(ChunkLoop):
         cdef Py_ssize_t j
         if self.cross:
             self.out[b] = _dot(a, self.B + j0, rows)
+            if self.pair:
+                self.out2[b] = _dot(a, self.B2 + j0, rows)
         else:
             scale = self.sign * self.C[0]
             for j in range(rows):
@@ -272,3 +279,114 @@ def cross_products(const double[:, ::1] A, const double[:, ::1] B, int n_threads
     loop.run()
     # In block order (NumPy adds along axis 0 element by element, in order).
     return parts.sum(axis=0)
+
+
+def cross_products_pair(const double[:, ::1] A, const double[:, ::1] B, const double[:, ::1] C, int n_threads):
+    """Return (Aᵀ @ B, Aᵀ @ C) in one pass over A, each as ``cross_products`` gives it (same bits).
+
+    Block CG's PᵀQ and PᵀR: each row block of A is read once for both.
+
+    Parameters
+    ----------
+    A : (D, m) float64, C-contiguous
+    B, C : (D, n) float64, C-contiguous
+    n_threads : int
+        The results do not depend on it.
+
+    Returns
+    -------
+    (ndarray of shape (m, n), ndarray of shape (m, n))
+    """
+    cdef _ThinProducts loop = _ThinProducts()
+    cdef Py_ssize_t D = A.shape[0], m = A.shape[1], n = B.shape[1]
+    if B.shape[0] != D or C.shape[0] != D or C.shape[1] != n:
+        raise ValueError("cross_products_pair: shapes do not match")
+    parts = np.zeros((2, n_blocks(D), m, n))
+    cdef double[:, :, :, ::1] part_view = parts
+    if D == 0 or m == 0 or n == 0:
+        return parts[0].sum(axis=0), parts[1].sum(axis=0)
+    loop.A, loop.B, loop.B2, loop.out = &A[0, 0], &B[0, 0], &C[0, 0], &part_view[0, 0, 0, 0]
+    loop.out2 = &part_view[1, 0, 0, 0]
+    loop.D, loop.m, loop.n, loop.cross, loop.pair = D, m, n, True, True
+    loop.n_chunks, loop.n_threads = n_blocks(D), max(1, n_threads)
+    loop.run()
+    # In block order (NumPy adds along axis 0 element by element, in order).
+    return parts[0].sum(axis=0), parts[1].sum(axis=0)
+
+
+cdef class _CgStep(ChunkLoop):
+    """Per row block: X += P·step, R −= Q·step, then Zr = R·diag·live and the block's Σ R²."""
+    cdef double *X
+    cdef double *R
+    cdef const double *P
+    cdef const double *Q
+    cdef const double *step
+    cdef const double *inv_diag
+    cdef const double *live
+    cdef double *Zr
+    cdef double *part_rr
+    cdef Py_ssize_t D, K
+
+    cdef void run_chunk(self, Py_ssize_t b, void *scratch) noexcept nogil:
+        cdef Py_ssize_t j0 = b * _BLOCK, j, k, K = self.K
+        cdef int rows = <int>min(_BLOCK, self.D - j0), n = <int>K
+        cdef double r, scale
+        # The same arithmetic as add_products(X, P, step, 1), add_products(R,
+        # Q, step, -1) and scale_rows on this block, so the same bits.
+        if K == 1:
+            scale = self.step[0]
+            for j in range(rows):
+                self.X[j0 + j] = self.X[j0 + j] + scale * self.P[j0 + j]
+            scale = -1.0 * self.step[0]
+            for j in range(rows):
+                self.R[j0 + j] = self.R[j0 + j] + scale * self.Q[j0 + j]
+            self.part_rr[b] = _scale_column(self.R + j0, self.inv_diag + j0, self.live[0], self.Zr + j0, rows)
+            return
+        gemm[double](_N, _N, n, rows, n, 1.0, self.step, n, self.P + j0 * K, n, 1.0, self.X + j0 * K, n)
+        gemm[double](_N, _N, n, rows, n, -1.0, self.step, n, self.Q + j0 * K, n, 1.0, self.R + j0 * K, n)
+        for k in range(K):
+            self.part_rr[b * K + k] = 0.0
+        for j in range(j0, j0 + rows):
+            for k in range(K):
+                r = self.R[j * K + k]
+                self.Zr[j * K + k] = r * self.inv_diag[j] * self.live[k]
+                self.part_rr[b * K + k] = self.part_rr[b * K + k] + r * r
+
+
+def cg_step(double[:, ::1] X, double[:, ::1] R, const double[:, ::1] P, const double[:, ::1] Q,
+            const double[:, ::1] step, const double[::1] inv_diag, const double[::1] live,
+            double[:, ::1] Zr, double[:, ::1] partial_rr, int n_threads):
+    """Block CG's step and the next iteration's diagonal scaling, in one pass.
+
+    X += P @ step; R −= Q @ step; then, as ``scale_rows`` on the new R,
+    Zr = R · inv_diag (rows) · live (columns) and partial_rr[b] = Σ_block R².
+    The same arithmetic, block by block, as those three calls (same bits),
+    with each block's R read once and one parallel region instead of three.
+
+    Parameters
+    ----------
+    X, R : (D, K) float64, C-contiguous, updated in place
+    P, Q : (D, K) float64, C-contiguous
+    step : (K, K) float64, C-contiguous
+    inv_diag : (D,) float64
+    live : (K,) float64
+    Zr : (D, K) float64, C-contiguous, overwritten
+    partial_rr : (n_blocks(D), K) float64, overwritten
+    n_threads : int
+    """
+    cdef _CgStep loop = _CgStep()
+    cdef Py_ssize_t D = X.shape[0], K = X.shape[1]
+    if not (R.shape[0] == P.shape[0] == Q.shape[0] == Zr.shape[0] == D
+            and R.shape[1] == P.shape[1] == Q.shape[1] == Zr.shape[1] == K):
+        raise ValueError("cg_step: shapes do not match")
+    if step.shape[0] != K or step.shape[1] != K or inv_diag.shape[0] != D or live.shape[0] != K:
+        raise ValueError("cg_step: shapes do not match")
+    if partial_rr.shape[0] != n_blocks(D) or partial_rr.shape[1] != K:
+        raise ValueError("cg_step: partial_rr has the wrong shape")
+    if D == 0 or K == 0:
+        return
+    loop.X, loop.R, loop.P, loop.Q, loop.step = &X[0, 0], &R[0, 0], &P[0, 0], &Q[0, 0], &step[0, 0]
+    loop.inv_diag, loop.live, loop.Zr, loop.part_rr = &inv_diag[0], &live[0], &Zr[0, 0], &partial_rr[0, 0]
+    loop.D, loop.K = D, K
+    loop.n_chunks, loop.n_threads = n_blocks(D), max(1, n_threads)
+    loop.run()

@@ -33,7 +33,7 @@ import warnings
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-from .._ext._cg_fast import add_products, cross_products, n_blocks, scale_rows
+from .._ext._cg_fast import add_products, cg_step, cross_products, cross_products_pair, n_blocks, scale_rows
 from .._core.threads import single_threaded_blas
 
 
@@ -145,7 +145,11 @@ def _shared_krylov_cg(normal, B, alpha, preconditioner, X, warm, tol, max_iter, 
     (A-conjugate to the old ones); Q = A P (the sparse products); from
     S = PᵀQ a basis T of the numerically independent directions (P T is
     A-orthonormal); the step X += P T Tᵀ PᵀR, R −= Q T Tᵀ PᵀR.  Six thin
-    D × k by k × k products, no explicit orthonormalisation of P.
+    D × k by k × k products, no explicit orthonormalisation of P.  Passes
+    over the D × k blocks are fused where the arithmetic allows (same bits
+    as one pass each): PᵀQ with PᵀR (``cross_products_pair``), and the step
+    with the next iteration's diagonal scaling (``cg_step``) — fewer, longer
+    parallel regions, and each block read once.
     """
     D, K = B.shape
     dtype = normal.dtype
@@ -168,6 +172,10 @@ def _shared_krylov_cg(normal, B, alpha, preconditioner, X, warm, tol, max_iter, 
     P, Q = np.empty_like(R), np.empty_like(R)
     low = None if dtype == np.float64 else (np.empty(R.shape, dtype), np.empty(R.shape, dtype))
     TT = None
+    live_scale = live.astype(np.float64)
+    # Zr = M R on the diagonal's rows, and the residual norms, in one pass;
+    # later iterations get both from cg_step.
+    scale_rows(R, inv_diag, live_scale, Zr, part_rr, threads)
     broke = exhausted = False
     eps = np.finfo(dtype).eps
     # tol = 0 asks for rounding level: the recursive residual gets there
@@ -175,8 +183,6 @@ def _shared_krylov_cg(normal, B, alpha, preconditioner, X, warm, tol, max_iter, 
     tol = max(tol, np.finfo(np.float64).eps)
     it = 0
     while True:
-        # Zr = M R on the diagonal's rows, and the residual norms, in one pass.
-        scale_rows(R, inv_diag, live.astype(np.float64), Zr, part_rr, threads)
         residual = np.sqrt(part_rr.sum(axis=0)) / safe_norm
         if not np.all(np.isfinite(residual)):
             X[...] = np.nan  # overflow: see below
@@ -207,7 +213,7 @@ def _shared_krylov_cg(normal, B, alpha, preconditioner, X, warm, tol, max_iter, 
             normal.apply(low[0], alpha, out=low[1])
             np.copyto(P, low[0])
             np.copyto(Q, low[1])
-        S = cross_products(P, Q, threads)
+        S, PR = cross_products_pair(P, Q, R, threads)
         if not np.all(np.isfinite(S)):
             # Overflow (features or targets near 1e154 square to infinity):
             # return a non-finite solution, which the estimators report as
@@ -222,9 +228,8 @@ def _shared_krylov_cg(normal, B, alpha, preconditioner, X, warm, tol, max_iter, 
             broke = bool(np.any(residual[live] > np.sqrt(eps)))
             exhausted = not broke
             break
-        step = TT @ cross_products(P, R, threads)
-        add_products(X, P, step, 1.0, threads)
-        add_products(R, Q, step, -1.0, threads)
+        # X += P step, R −= Q step, and the next Zr = M R with its norms.
+        cg_step(X, R, P, Q, np.ascontiguousarray(TT @ PR), inv_diag, live_scale, Zr, part_rr, threads)
         n_iter[live] = it
     # Exhausted below √eps is as converged as rounding allows.
     failed = live & (residual > tol) & (not exhausted)
