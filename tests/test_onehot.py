@@ -12,7 +12,7 @@ from randfeat import RandomBinningFeatures, Ridge, RidgeClassifier
 from randfeat._linalg.csr import SparseProducts
 from randfeat._linalg.onehot import OneHotBlockProducts, aligned_empty, onehot_block_structure
 from randfeat._linalg.products import make_products
-from randfeat._ext._onehot_fast import (bins_dtype, block_ranges, local_bins, n_row_blocks, onehot_matmat, onehot_tmatmat, pad_rows,
+from randfeat._ext._onehot_fast import (bins_dtype, block_ranges, local_bins, local_rows, n_row_blocks, onehot_matmat, onehot_tmatmat, pad_rows,
                                    padded_width, set_group_budgets, vector_isa)
 from randfeat._ext._sparse_fast import compact_columns, csr_gram_block
 from randfeat._solvers.precond import heavy_block_preconditioner, max_block_size
@@ -413,7 +413,7 @@ def test_vector_paths_give_identical_products(isa, tmp_path):
              **{f"U{K}": r[1] for K, r in results.items()})
     code = (
         "import numpy as np\n"
-        "from randfeat._ext._onehot_fast import onehot_matmat, onehot_tmatmat, vector_isa\n"
+        "from randfeat._ext._onehot_fast import local_rows, onehot_matmat, onehot_tmatmat, vector_isa\n"
         f"f = np.load(r'{tmp_path / 'in.npz'}')\n"
         "res = {}\n"
         "for K in (1, 5, 7, 8, 11):\n"
@@ -427,6 +427,11 @@ def test_vector_paths_give_identical_products(isa, tmp_path):
         f"    onehot_matmat(wide, f['start'], {value!r}, B, out, np.zeros(0), np.zeros(0), np.zeros((0, 0)), 2)\n"
         f"    onehot_tmatmat(wide, f['start'], {value!r}, U, q, 2)\n"
         "    res[f'wout{K}'], res[f'wq{K}'] = out, q\n"
+        "    narrow = np.empty(f['cols'].shape, np.uint16)  # the uint16 row path of this path\n"
+        "    local_rows(f['cols'], f['start'], narrow, 2)\n"
+        "    out = np.empty((U.shape[0], K))\n"
+        f"    onehot_matmat(f['bins'], f['start'], {value!r}, B, out, np.zeros(0), np.zeros(0), np.zeros((0, 0)), 2, narrow)\n"
+        "    res[f'nout{K}'] = out\n"
         f"np.savez(r'{tmp_path / 'out.npz'}', **res)\n"
         "print(vector_isa())\n"
     )
@@ -438,6 +443,7 @@ def test_vector_paths_give_identical_products(isa, tmp_path):
         np.testing.assert_array_equal(got[f"wq{K}"], q)
         # Without cols, 2..8 targets take the block path: same sums in the same order.
         np.testing.assert_array_equal(got[f"wout{K}"], out)
+        np.testing.assert_array_equal(got[f"nout{K}"], out)
 
 
 # ------------------------------------------- block + scaled identity ("block")
@@ -572,3 +578,44 @@ def test_dual_not_used_where_it_does_not_pay(monkeypatch):
     Z, y = binning_Z(n=3000, P=12, gamma=0.8)
     assert 2 * Z.shape[0] > Z.shape[1]
     assert not Ridge(1e-2, solver="cg").fit(Z, y).preconditioner_.startswith("none: CG on the dual")
+
+
+@pytest.mark.kernel
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("K", [2, 5, 7, 8])
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_row_path_with_narrow_local_columns_gives_the_same_bits(dtype, K, n_threads):
+    # The row path (2..8 targets) reads uint16 local columns when the bins
+    # are narrow: the same sums, in the same order, as Z's int32 indices.
+    Z, _ = binning_Z(n=6000, P=9, dtype=dtype)
+    bins, start, value = onehot_block_structure(Z)
+    N, G = Z.shape[0], bins.shape[0]
+    cols = Z.indices.reshape(N, G)
+    narrow = np.full((N, G), 7, dtype=np.uint16)
+    local_rows(cols, start, narrow, n_threads)
+    np.testing.assert_array_equal(narrow, (cols - start[:G]).astype(np.uint16))
+    rng = np.random.default_rng(K)
+    B = rng.normal(size=(Z.shape[1], K)).astype(dtype)
+    shift, w = rng.normal(size=K), rng.uniform(0.5, 2, N)
+    outs = []
+    for c in (cols, narrow, None):
+        out = np.empty((N, K), dtype=dtype)
+        sums = np.empty((n_row_blocks(N), K))
+        onehot_matmat(bins, start, value, B, out, shift, w, sums, n_threads, c)
+        outs.append((out, sums))
+    for out, sums in outs[1:]:
+        np.testing.assert_array_equal(out, outs[0][0])
+        np.testing.assert_array_equal(sums, outs[0][1])
+    ref = w[:, None] * (Z.astype(np.float64) @ B.astype(np.float64) - shift)
+    rtol = 1e-12 if dtype == np.float64 else 1e-6
+    np.testing.assert_allclose(outs[1][0], ref, rtol=rtol, atol=rtol * np.abs(ref).max())
+    with pytest.raises(ValueError, match="int32 .* or uint16"):
+        onehot_matmat(bins, start, value, B, out, shift, w, sums, n_threads, cols.astype(np.int64))
+    # The operator builds the narrow copy for 2..8 targets, and only then.
+    ops = OneHotBlockProducts(Z, (bins, start, value), n_threads)
+    ops.matmat(B[:, :1])
+    assert ops._narrow_cols is None
+    plain = np.empty((N, K), dtype=dtype)
+    onehot_matmat(bins, start, value, B, plain, EMPTY, EMPTY, NO_SUMS, n_threads, cols)
+    np.testing.assert_array_equal(ops.matmat(B), plain)
+    assert ops._narrow_cols is not None and ops._narrow_cols.dtype == np.uint16

@@ -13,7 +13,7 @@ def onehot_matmat(
     w: NDArray[np.float64],
     row_block_sums: NDArray[np.float64],
     n_threads: int,
-    cols: NDArray[np.int32] | None = ...,
+    cols: NDArray[np.int32] | NDArray[np.uint16] | None = ...,
 ) -> None: ...
 def onehot_tmatmat(
     bins: NDArray[np.int32] | NDArray[np.uint16],
@@ -24,6 +24,7 @@ def onehot_tmatmat(
     n_threads: int,
 ) -> None: ...
 def set_group_budgets(rows_bytes: int, gather_bytes: int, scatter_bytes: int) -> tuple[int, int, int]: ...
+def local_rows(cols: NDArray[np.int32], start: NDArray[np.int64], out: NDArray[np.uint16], n_threads: int) -> None: ...
 def local_bins(
     cols: NDArray[np.int32], start: NDArray[np.int64], bins: NDArray[np.int32] | NDArray[np.uint16], n_threads: int
 ) -> None: ...

@@ -44,10 +44,14 @@ cdef extern from "randfeat_onehot.h" nogil:
                                 const double *u, int64_t K, double *acc, int64_t ld)
     void rf_scatter_add_f32_u16(const uint16_t *col, int64_t col_stride, int64_t m, const int64_t *offset, int64_t n,
                                 const float *u, int64_t K, double *acc, int64_t ld)
-    void rf_rows_add_f64(const int32_t *idx, int64_t stride, int64_t m, int64_t n, const double *src,
-                         int64_t ld, int64_t K, double *acc)
-    void rf_rows_add_f32(const int32_t *idx, int64_t stride, int64_t m, int64_t n, const float *src,
-                         int64_t ld, int64_t K, double *acc)
+    void rf_rows_add_f64_i32(const int32_t *idx, int64_t stride, int64_t m, const int64_t *offset, int64_t n,
+                             const double *src, int64_t ld, int64_t K, double *acc)
+    void rf_rows_add_f32_i32(const int32_t *idx, int64_t stride, int64_t m, const int64_t *offset, int64_t n,
+                             const float *src, int64_t ld, int64_t K, double *acc)
+    void rf_rows_add_f64_u16(const uint16_t *idx, int64_t stride, int64_t m, const int64_t *offset, int64_t n,
+                             const double *src, int64_t ld, int64_t K, double *acc)
+    void rf_rows_add_f32_u16(const uint16_t *idx, int64_t stride, int64_t m, const int64_t *offset, int64_t n,
+                             const float *src, int64_t ld, int64_t K, double *acc)
 
 cdef int _ISA = rf_onehot_init()
 
@@ -124,12 +128,18 @@ cdef inline void _gather_add(const void *col, bint narrow, int64_t n, const floa
             rf_gather_add_f64_i32(<const int32_t *>col, n, src, ld, K, acc)
 
 
-cdef inline void _rows_add(const int32_t *idx, int64_t stride, int64_t m, int64_t n, const floating *src,
-                           int64_t ld, int64_t K, double *acc) noexcept nogil:
+cdef inline void _rows_add(const void *idx, bint narrow, int64_t stride, int64_t m, const int64_t *offset, int64_t n,
+                           const floating *src, int64_t ld, int64_t K, double *acc) noexcept nogil:
     if floating is float:
-        rf_rows_add_f32(idx, stride, m, n, src, ld, K, acc)
+        if narrow:
+            rf_rows_add_f32_u16(<const uint16_t *>idx, stride, m, offset, n, src, ld, K, acc)
+        else:
+            rf_rows_add_f32_i32(<const int32_t *>idx, stride, m, offset, n, src, ld, K, acc)
     else:
-        rf_rows_add_f64(idx, stride, m, n, src, ld, K, acc)
+        if narrow:
+            rf_rows_add_f64_u16(<const uint16_t *>idx, stride, m, offset, n, src, ld, K, acc)
+        else:
+            rf_rows_add_f64_i32(<const int32_t *>idx, stride, m, offset, n, src, ld, K, acc)
 
 
 cdef inline void _scatter_add(const void *col, bint narrow, int64_t col_stride, int64_t m, const int64_t *offset,
@@ -241,7 +251,9 @@ cdef class _RowBlocks(_OneHot):
     cdef const double *w         # NULL: unit weights
     cdef double *sums            # NULL: no row-block sums
     cdef double *acc             # NULL: one group, accumulate in scratch
-    cdef const int32_t *cols     # (N, G) row-major global columns, or NULL: gather block by block
+    cdef const void *cols        # (N, G) row-major columns, or NULL: gather block by block
+    cdef bint cols_narrow        # uint16 local columns (else int32 global ones)
+    cdef const int64_t *cols_offset  # (G,) added to cols: block starts (local) or zeros (global)
     cdef Py_ssize_t g0, g1       # blocks of the current group
     cdef bint first, last        # the current group is the first / last
 
@@ -265,7 +277,12 @@ cdef inline void _row_block(_RowBlocks L, const floating *B, floating *out, Py_s
     if L.first:
         memset(acc, 0, n * K * sizeof(double))
     if L.cols != NULL:
-        _rows_add(L.cols + i0 * L.G + L.g0, L.G, L.g1 - L.g0, n, B, L.ld, K, acc)
+        if L.cols_narrow:
+            _rows_add(<const uint16_t *>L.cols + i0 * L.G + L.g0, True, L.G, L.g1 - L.g0, L.cols_offset + L.g0, n,
+                      B, L.ld, K, acc)
+        else:
+            _rows_add(<const int32_t *>L.cols + i0 * L.G + L.g0, False, L.G, L.g1 - L.g0, L.cols_offset + L.g0, n,
+                      B, L.ld, K, acc)
     else:
         for g in range(L.g0, L.g1):
             _gather_add(_bins_at(L, g, i0), L.narrow, n, B + start[g] * L.ld, L.ld, K, acc)
@@ -303,7 +320,7 @@ def onehot_matmat(
     const double[::1] w,
     double[:, ::1] row_block_sums,
     int n_threads,
-    const int32_t[:, ::1] cols=None,
+    cols=None,
 ):
     """Write ``W (Z @ B − 1 shiftᵀ)`` into ``out`` for the one-hot block matrix Z.
 
@@ -339,10 +356,11 @@ def onehot_matmat(
     row_block_sums : (n_row_blocks(N), K) double, overwritten (or shape (0, 0))
     n_threads : int
         OpenMP threads; the result does not depend on it.
-    cols : (N, G) int32, C-contiguous, optional
-        The same matrix as global column numbers, row by row (Z's CSR
-        indices): cols[i, g] = start[g] + bins[g, i] (the caller guarantees
-        it).  Used for 2 <= K <= 8, where a row's K sums then stay in
+    cols : (N, G) int32 or uint16, C-contiguous, optional
+        The same matrix row by row: int32 global columns (Z's CSR indices,
+        cols[i, g] = start[g] + bins[g, i]), or uint16 local ones
+        (cols[i, g] = bins[g, i], ``local_rows``); the caller guarantees
+        it.  Used for 2 <= K <= 8, where a row's K sums then stay in
         registers across the blocks of a group; same result.
     """
     cdef Py_ssize_t G = bins.shape[0], N = bins.shape[1], K = out.shape[1]
@@ -352,6 +370,9 @@ def onehot_matmat(
     cdef _RowBlocks loop = _RowBlocks()
     cdef Py_ssize_t[::1] group = np.empty(G + 2, dtype=np.intp)
     cdef double[:, ::1] acc
+    cdef const int32_t[:, ::1] cols32
+    cdef const uint16_t[:, ::1] cols16
+    cdef int64_t[::1] zeros
     if out.shape[0] != N:
         raise ValueError("out has the wrong shape")
     if B.shape[1] < K:
@@ -364,9 +385,19 @@ def onehot_matmat(
         raise ValueError("row_block_sums has the wrong shape")
     if cols is not None and (cols.shape[0] != N or cols.shape[1] != G):
         raise ValueError("cols has the wrong shape")
+    if cols is not None and cols.dtype not in (np.int32, np.uint16):
+        raise ValueError("cols must be int32 (global) or uint16 (local) columns")
     if N == 0 or K == 0:
         return
-    loop.cols = &cols[0, 0] if cols is not None and 2 <= K <= 8 and G > 0 else NULL
+    loop.cols = NULL
+    if cols is not None and 2 <= K <= 8 and G > 0:
+        if cols.dtype == np.uint16:
+            cols16 = cols
+            loop.cols, loop.cols_narrow, loop.cols_offset = &cols16[0, 0], True, &start[0]
+        else:
+            cols32 = cols
+            zeros = np.zeros(G, dtype=np.int64)
+            loop.cols, loop.cols_narrow, loop.cols_offset = &cols32[0, 0], False, &zeros[0]
     n_groups = _block_groups(start, B.shape[1] * sizeof(floating),
                              ROWS_GROUP_BYTES if loop.cols != NULL else GATHER_GROUP_BYTES, G, group)
     loop.bins = &bins[0, 0] if G > 0 else NULL
@@ -696,5 +727,45 @@ def local_bins(const int32_t[:, ::1] cols, const int64_t[::1] start, bin_index[:
         return
     loop.cols, loop.start, loop.bins, loop.N, loop.G = &cols[0, 0], &start[0], &bins[0, 0], N, G
     loop.narrow = bin_index is uint16_t
+    loop.n_chunks, loop.n_threads = (N + TRANSPOSE_ROWS - 1) // TRANSPOSE_ROWS, max(1, n_threads)
+    loop.run()
+
+
+cdef class _LocalRows(ChunkLoop):
+    """out[i, g] = cols[i, g] − start[g] (uint16): chunk = TRANSPOSE_ROWS rows."""
+    cdef const int32_t *cols
+    cdef const int64_t *start
+    cdef uint16_t *out
+    cdef Py_ssize_t N, G
+
+    cdef void run_chunk(self, Py_ssize_t c, void *scratch) noexcept nogil:
+        cdef Py_ssize_t i, g, G = self.G
+        for i in range(c * TRANSPOSE_ROWS, min(self.N, (c + 1) * TRANSPOSE_ROWS)):
+            for g in range(G):
+                self.out[i * G + g] = <uint16_t>(self.cols[i * G + g] - self.start[g])
+
+
+def local_rows(const int32_t[:, ::1] cols, const int64_t[::1] start, uint16_t[:, ::1] out, int n_threads):
+    """Write the row-major uint16 local columns ``out[i, g] = cols[i, g] − start[g]``.
+
+    The narrow ``cols`` of ``onehot_matmat``'s row path (2..8 targets): half
+    the bytes of Z's int32 indices.
+
+    Parameters
+    ----------
+    cols : (N, G) int32, C-contiguous
+        Z's CSR indices, row by row.
+    start : (G + 1,) int64
+        Block offsets; the caller guarantees 0 <= cols[i, g] − start[g] <= 65535.
+    out : (N, G) uint16, C-contiguous, overwritten
+    n_threads : int
+    """
+    cdef Py_ssize_t N = cols.shape[0], G = cols.shape[1]
+    cdef _LocalRows loop = _LocalRows()
+    if out.shape[0] != N or out.shape[1] != G or start.shape[0] != G + 1:
+        raise ValueError("cols / start / out shapes do not match")
+    if N == 0 or G == 0:
+        return
+    loop.cols, loop.start, loop.out, loop.N, loop.G = &cols[0, 0], &start[0], &out[0, 0], N, G
     loop.n_chunks, loop.n_threads = (N + TRANSPOSE_ROWS - 1) // TRANSPOSE_ROWS, max(1, n_threads)
     loop.run()

@@ -2,8 +2,9 @@
  *
  *   gather:  acc[i, :] += src[col[i], :]   for i < n   (Z @ B, one column block)
  *   scatter: acc[col[i], :] += u[i, :]     for i < n   (Zᵀ @ U, one column block)
- *   rows:    acc[i, :] += sum_j src[idx[i*stride + j], :]   for i < n, j < m
- *            (Z @ B over m blocks at once, from Z's row-major CSR indices;
+ *   rows:    acc[i, :] += sum_j src[offset[j] + idx[i*stride + j], :]   for i < n, j < m
+ *            (Z @ B over m blocks at once, from Z's row-major CSR indices
+ *             or the row-major uint16 local columns;
  *             K = 2..8: the row's K sums stay in registers across the m
  *             blocks, one load and store of acc per row instead of per block)
  *
@@ -114,40 +115,6 @@ RF_ADDROW(rf_addrow_f32, float)
     for (int64_t k_ = 0; k_ < (KB); ++k_) (A)[k_] = r_[k_];
 #endif
 
-/* One body per value type; KB is a compile-time width after inlining
- * (1..8 through the switch below), so the k loop is fully unrolled. */
-#define RF_ONEHOT_BODIES(SUFFIX, VAL)                                                      \
-    RF_INLINE void rf_rows_w_##SUFFIX(const int32_t *RF_RESTRICT idx, int64_t stride,         \
-                                      int64_t m, int64_t n, const VAL *RF_RESTRICT src,       \
-                                      int64_t ld, int64_t K, double *RF_RESTRICT acc,         \
-                                      const int64_t KB)                                       \
-    {                                                                                      \
-        for (int64_t i = 0; i < n; ++i) {                                                  \
-            const int32_t *RF_RESTRICT c = idx + i * stride;                                  \
-            RF_ROW_REGISTERS_LOAD(acc + i * K, KB);                                        \
-            for (int64_t j = 0; j < m; ++j)                                                \
-                RF_ROW_REGISTERS_ADD(VAL, src + (int64_t)c[j] * ld, KB);                   \
-            RF_ROW_REGISTERS_STORE(acc + i * K, KB);                                       \
-        }                                                                                  \
-    }                                                                                      \
-    RF_INLINE void rf_rows_add_##SUFFIX##_body(const int32_t *RF_RESTRICT idx, int64_t stride,\
-                                               int64_t m, int64_t n,                          \
-                                               const VAL *RF_RESTRICT src, int64_t ld,        \
-                                               int64_t K, double *RF_RESTRICT acc)            \
-    {                                                                                      \
-        switch (K) {                                                                       \
-        case 2: rf_rows_w_##SUFFIX(idx, stride, m, n, src, ld, K, acc, 2); break;          \
-        case 3: rf_rows_w_##SUFFIX(idx, stride, m, n, src, ld, K, acc, 3); break;          \
-        case 4: rf_rows_w_##SUFFIX(idx, stride, m, n, src, ld, K, acc, 4); break;          \
-        case 5: rf_rows_w_##SUFFIX(idx, stride, m, n, src, ld, K, acc, 5); break;          \
-        case 6: rf_rows_w_##SUFFIX(idx, stride, m, n, src, ld, K, acc, 6); break;          \
-        case 7: rf_rows_w_##SUFFIX(idx, stride, m, n, src, ld, K, acc, 7); break;          \
-        default: rf_rows_w_##SUFFIX(idx, stride, m, n, src, ld, K, acc, 8); break;         \
-        }                                                                                  \
-    }
-
-RF_ONEHOT_BODIES(f64, double)
-RF_ONEHOT_BODIES(f32, float)
 
 /* The gather and scatter bodies per (value type, bin index type): the
  * block-major bins are int32, or uint16 when every block is at most 65536
@@ -235,18 +202,66 @@ RF_ONEHOT_BODIES(f32, float)
         }                                                                                  \
     }
 
+/* The rows kernel per (value type, column index type): row i's columns are
+ * idx[i*stride + j] + offset[j] for its m blocks (Z's global int32 indices
+ * with zero offsets, or the narrow row-major local uint16 copy with the
+ * blocks' first columns); K = 2..8 sums stay in registers across the blocks.
+ * KB is a compile-time width after inlining, so the k loop is unrolled. */
+#define RF_ONEHOT_ROWS_BODIES(SUFFIX, VAL, ISUFFIX, IDX)                                   \
+    RF_INLINE void rf_rows_w_##SUFFIX##_##ISUFFIX(const IDX *RF_RESTRICT idx, int64_t stride, \
+                                      int64_t m, const int64_t *RF_RESTRICT offset,           \
+                                      int64_t n, const VAL *RF_RESTRICT src,                  \
+                                      int64_t ld, int64_t K, double *RF_RESTRICT acc,         \
+                                      const int64_t KB)                                       \
+    {                                                                                      \
+        for (int64_t i = 0; i < n; ++i) {                                                  \
+            const IDX *RF_RESTRICT c = idx + i * stride;                                   \
+            RF_ROW_REGISTERS_LOAD(acc + i * K, KB);                                        \
+            for (int64_t j = 0; j < m; ++j)                                                \
+                RF_ROW_REGISTERS_ADD(VAL, src + (offset[j] + (int64_t)c[j]) * ld, KB);     \
+            RF_ROW_REGISTERS_STORE(acc + i * K, KB);                                       \
+        }                                                                                  \
+    }                                                                                      \
+    RF_INLINE void rf_rows_add_##SUFFIX##_##ISUFFIX##_body(const IDX *RF_RESTRICT idx,        \
+                                               int64_t stride, int64_t m,                     \
+                                               const int64_t *RF_RESTRICT offset, int64_t n,  \
+                                               const VAL *RF_RESTRICT src, int64_t ld,        \
+                                               int64_t K, double *RF_RESTRICT acc)            \
+    {                                                                                      \
+        switch (K) {                                                                       \
+        case 2: rf_rows_w_##SUFFIX##_##ISUFFIX(idx, stride, m, offset, n, src, ld, K, acc, 2); break; \
+        case 3: rf_rows_w_##SUFFIX##_##ISUFFIX(idx, stride, m, offset, n, src, ld, K, acc, 3); break; \
+        case 4: rf_rows_w_##SUFFIX##_##ISUFFIX(idx, stride, m, offset, n, src, ld, K, acc, 4); break; \
+        case 5: rf_rows_w_##SUFFIX##_##ISUFFIX(idx, stride, m, offset, n, src, ld, K, acc, 5); break; \
+        case 6: rf_rows_w_##SUFFIX##_##ISUFFIX(idx, stride, m, offset, n, src, ld, K, acc, 6); break; \
+        case 7: rf_rows_w_##SUFFIX##_##ISUFFIX(idx, stride, m, offset, n, src, ld, K, acc, 7); break; \
+        default: rf_rows_w_##SUFFIX##_##ISUFFIX(idx, stride, m, offset, n, src, ld, K, acc, 8); break; \
+        }                                                                                  \
+    }
+
+RF_ONEHOT_ROWS_BODIES(f64, double, i32, int32_t)
+RF_ONEHOT_ROWS_BODIES(f32, float, i32, int32_t)
+RF_ONEHOT_ROWS_BODIES(f64, double, u16, uint16_t)
+RF_ONEHOT_ROWS_BODIES(f32, float, u16, uint16_t)
+
 RF_ONEHOT_INDEXED_BODIES(f64, double, i32, int32_t)
 RF_ONEHOT_INDEXED_BODIES(f32, float, i32, int32_t)
 RF_ONEHOT_INDEXED_BODIES(f64, double, u16, uint16_t)
 RF_ONEHOT_INDEXED_BODIES(f32, float, u16, uint16_t)
 
 
-#define RF_ROWS_F64_PARAMS (const int32_t *idx, int64_t stride, int64_t m, int64_t n, const double *src, int64_t ld, int64_t K, double *acc)
-#define RF_ROWS_F32_PARAMS (const int32_t *idx, int64_t stride, int64_t m, int64_t n, const float *src, int64_t ld, int64_t K, double *acc)
-RF_ISA_CLONES(rf_rows_add_f64, RF_ROWS_F64_PARAMS, (idx, stride, m, n, src, ld, K, acc))
-RF_ISA_CLONES(rf_rows_add_f32, RF_ROWS_F32_PARAMS, (idx, stride, m, n, src, ld, K, acc))
-RF_ISA_POINTER(rf_rows_add_f64, RF_ROWS_F64_PARAMS)
-RF_ISA_POINTER(rf_rows_add_f32, RF_ROWS_F32_PARAMS)
+#define RF_ROWS_F64_I32_PARAMS (const int32_t *idx, int64_t stride, int64_t m, const int64_t *offset, int64_t n, const double *src, int64_t ld, int64_t K, double *acc)
+RF_ISA_CLONES(rf_rows_add_f64_i32, RF_ROWS_F64_I32_PARAMS, (idx, stride, m, offset, n, src, ld, K, acc))
+RF_ISA_POINTER(rf_rows_add_f64_i32, RF_ROWS_F64_I32_PARAMS)
+#define RF_ROWS_F64_U16_PARAMS (const uint16_t *idx, int64_t stride, int64_t m, const int64_t *offset, int64_t n, const double *src, int64_t ld, int64_t K, double *acc)
+RF_ISA_CLONES(rf_rows_add_f64_u16, RF_ROWS_F64_U16_PARAMS, (idx, stride, m, offset, n, src, ld, K, acc))
+RF_ISA_POINTER(rf_rows_add_f64_u16, RF_ROWS_F64_U16_PARAMS)
+#define RF_ROWS_F32_I32_PARAMS (const int32_t *idx, int64_t stride, int64_t m, const int64_t *offset, int64_t n, const float *src, int64_t ld, int64_t K, double *acc)
+RF_ISA_CLONES(rf_rows_add_f32_i32, RF_ROWS_F32_I32_PARAMS, (idx, stride, m, offset, n, src, ld, K, acc))
+RF_ISA_POINTER(rf_rows_add_f32_i32, RF_ROWS_F32_I32_PARAMS)
+#define RF_ROWS_F32_U16_PARAMS (const uint16_t *idx, int64_t stride, int64_t m, const int64_t *offset, int64_t n, const float *src, int64_t ld, int64_t K, double *acc)
+RF_ISA_CLONES(rf_rows_add_f32_u16, RF_ROWS_F32_U16_PARAMS, (idx, stride, m, offset, n, src, ld, K, acc))
+RF_ISA_POINTER(rf_rows_add_f32_u16, RF_ROWS_F32_U16_PARAMS)
 #define RF_GATHER_F64_I32_PARAMS (const int32_t *col, int64_t n, const double *src, int64_t ld, int64_t K, double *acc)
 #define RF_SCATTER_F64_I32_PARAMS (const int32_t *col, int64_t col_stride, int64_t m, const int64_t *offset, int64_t n, const double *u, int64_t K, double *acc, int64_t ld)
 RF_ISA_CLONES(rf_gather_add_f64_i32, RF_GATHER_F64_I32_PARAMS, (col, n, src, ld, K, acc))
@@ -275,8 +290,10 @@ RF_ISA_POINTER(rf_scatter_add_f32_u16, RF_SCATTER_F32_U16_PARAMS)
 /* Pick the code path once (at module import); returns the RF_ISA_* used. */
 static int rf_onehot_init(void) {
     int isa = rf_detect_isa();
-    RF_ISA_PICK(rf_rows_add_f64, isa);
-    RF_ISA_PICK(rf_rows_add_f32, isa);
+    RF_ISA_PICK(rf_rows_add_f64_i32, isa);
+    RF_ISA_PICK(rf_rows_add_f64_u16, isa);
+    RF_ISA_PICK(rf_rows_add_f32_i32, isa);
+    RF_ISA_PICK(rf_rows_add_f32_u16, isa);
     RF_ISA_PICK(rf_gather_add_f64_i32, isa);
     RF_ISA_PICK(rf_gather_add_f64_u16, isa);
     RF_ISA_PICK(rf_gather_add_f32_i32, isa);
