@@ -250,58 +250,45 @@ RF_ONEHOT_INDEXED_BODIES(f64, double, u16, uint16_t)
 RF_ONEHOT_INDEXED_BODIES(f32, float, u16, uint16_t)
 
 
-#define RF_ROWS_F64_I32_PARAMS (const int32_t *idx, int64_t stride, int64_t m, const int64_t *offset, int64_t n, const double *src, int64_t ld, int64_t K, double *acc)
-RF_ISA_CLONES(rf_rows_add_f64_i32, RF_ROWS_F64_I32_PARAMS, (idx, stride, m, offset, n, src, ld, K, acc))
-RF_ISA_POINTER(rf_rows_add_f64_i32, RF_ROWS_F64_I32_PARAMS)
-#define RF_ROWS_F64_U16_PARAMS (const uint16_t *idx, int64_t stride, int64_t m, const int64_t *offset, int64_t n, const double *src, int64_t ld, int64_t K, double *acc)
-RF_ISA_CLONES(rf_rows_add_f64_u16, RF_ROWS_F64_U16_PARAMS, (idx, stride, m, offset, n, src, ld, K, acc))
-RF_ISA_POINTER(rf_rows_add_f64_u16, RF_ROWS_F64_U16_PARAMS)
-#define RF_ROWS_F32_I32_PARAMS (const int32_t *idx, int64_t stride, int64_t m, const int64_t *offset, int64_t n, const float *src, int64_t ld, int64_t K, double *acc)
-RF_ISA_CLONES(rf_rows_add_f32_i32, RF_ROWS_F32_I32_PARAMS, (idx, stride, m, offset, n, src, ld, K, acc))
-RF_ISA_POINTER(rf_rows_add_f32_i32, RF_ROWS_F32_I32_PARAMS)
-#define RF_ROWS_F32_U16_PARAMS (const uint16_t *idx, int64_t stride, int64_t m, const int64_t *offset, int64_t n, const float *src, int64_t ld, int64_t K, double *acc)
-RF_ISA_CLONES(rf_rows_add_f32_u16, RF_ROWS_F32_U16_PARAMS, (idx, stride, m, offset, n, src, ld, K, acc))
-RF_ISA_POINTER(rf_rows_add_f32_u16, RF_ROWS_F32_U16_PARAMS)
-#define RF_GATHER_F64_I32_PARAMS (const int32_t *col, int64_t n, const double *src, int64_t ld, int64_t K, double *acc)
-#define RF_SCATTER_F64_I32_PARAMS (const int32_t *col, int64_t col_stride, int64_t m, const int64_t *offset, int64_t n, const double *u, int64_t K, double *acc, int64_t ld)
-RF_ISA_CLONES(rf_gather_add_f64_i32, RF_GATHER_F64_I32_PARAMS, (col, n, src, ld, K, acc))
-RF_ISA_CLONES(rf_scatter_add_f64_i32, RF_SCATTER_F64_I32_PARAMS, (col, col_stride, m, offset, n, u, K, acc, ld))
-RF_ISA_POINTER(rf_gather_add_f64_i32, RF_GATHER_F64_I32_PARAMS)
-RF_ISA_POINTER(rf_scatter_add_f64_i32, RF_SCATTER_F64_I32_PARAMS)
-#define RF_GATHER_F64_U16_PARAMS (const uint16_t *col, int64_t n, const double *src, int64_t ld, int64_t K, double *acc)
-#define RF_SCATTER_F64_U16_PARAMS (const uint16_t *col, int64_t col_stride, int64_t m, const int64_t *offset, int64_t n, const double *u, int64_t K, double *acc, int64_t ld)
-RF_ISA_CLONES(rf_gather_add_f64_u16, RF_GATHER_F64_U16_PARAMS, (col, n, src, ld, K, acc))
-RF_ISA_CLONES(rf_scatter_add_f64_u16, RF_SCATTER_F64_U16_PARAMS, (col, col_stride, m, offset, n, u, K, acc, ld))
-RF_ISA_POINTER(rf_gather_add_f64_u16, RF_GATHER_F64_U16_PARAMS)
-RF_ISA_POINTER(rf_scatter_add_f64_u16, RF_SCATTER_F64_U16_PARAMS)
-#define RF_GATHER_F32_I32_PARAMS (const int32_t *col, int64_t n, const float *src, int64_t ld, int64_t K, double *acc)
-#define RF_SCATTER_F32_I32_PARAMS (const int32_t *col, int64_t col_stride, int64_t m, const int64_t *offset, int64_t n, const float *u, int64_t K, double *acc, int64_t ld)
-RF_ISA_CLONES(rf_gather_add_f32_i32, RF_GATHER_F32_I32_PARAMS, (col, n, src, ld, K, acc))
-RF_ISA_CLONES(rf_scatter_add_f32_i32, RF_SCATTER_F32_I32_PARAMS, (col, col_stride, m, offset, n, u, K, acc, ld))
-RF_ISA_POINTER(rf_gather_add_f32_i32, RF_GATHER_F32_I32_PARAMS)
-RF_ISA_POINTER(rf_scatter_add_f32_i32, RF_SCATTER_F32_I32_PARAMS)
-#define RF_GATHER_F32_U16_PARAMS (const uint16_t *col, int64_t n, const float *src, int64_t ld, int64_t K, double *acc)
-#define RF_SCATTER_F32_U16_PARAMS (const uint16_t *col, int64_t col_stride, int64_t m, const int64_t *offset, int64_t n, const float *u, int64_t K, double *acc, int64_t ld)
-RF_ISA_CLONES(rf_gather_add_f32_u16, RF_GATHER_F32_U16_PARAMS, (col, n, src, ld, K, acc))
-RF_ISA_CLONES(rf_scatter_add_f32_u16, RF_SCATTER_F32_U16_PARAMS, (col, col_stride, m, offset, n, u, K, acc, ld))
-RF_ISA_POINTER(rf_gather_add_f32_u16, RF_GATHER_F32_U16_PARAMS)
-RF_ISA_POINTER(rf_scatter_add_f32_u16, RF_SCATTER_F32_U16_PARAMS)
+/* The entry points of one (value type, index type): each compiled for every
+ * code path, called through a pointer set once at import. */
+#define RF_ONEHOT_ENTRY_POINTS(SUFFIX, VAL, ISUFFIX, IDX)                                  \
+    RF_ISA_CLONES(rf_rows_add_##SUFFIX##_##ISUFFIX,                                        \
+                  (const IDX *idx, int64_t stride, int64_t m, const int64_t *offset, int64_t n, \
+                   const VAL *src, int64_t ld, int64_t K, double *acc),                       \
+                  (idx, stride, m, offset, n, src, ld, K, acc))                               \
+    RF_ISA_POINTER(rf_rows_add_##SUFFIX##_##ISUFFIX,                                       \
+                   (const IDX *idx, int64_t stride, int64_t m, const int64_t *offset, int64_t n, \
+                    const VAL *src, int64_t ld, int64_t K, double *acc))                      \
+    RF_ISA_CLONES(rf_gather_add_##SUFFIX##_##ISUFFIX,                                      \
+                  (const IDX *col, int64_t n, const VAL *src, int64_t ld, int64_t K, double *acc), \
+                  (col, n, src, ld, K, acc))                                                  \
+    RF_ISA_POINTER(rf_gather_add_##SUFFIX##_##ISUFFIX,                                     \
+                   (const IDX *col, int64_t n, const VAL *src, int64_t ld, int64_t K, double *acc)) \
+    RF_ISA_CLONES(rf_scatter_add_##SUFFIX##_##ISUFFIX,                                     \
+                  (const IDX *col, int64_t col_stride, int64_t m, const int64_t *offset, int64_t n, \
+                   const VAL *u, int64_t K, double *acc, int64_t ld),                         \
+                  (col, col_stride, m, offset, n, u, K, acc, ld))                             \
+    RF_ISA_POINTER(rf_scatter_add_##SUFFIX##_##ISUFFIX,                                    \
+                   (const IDX *col, int64_t col_stride, int64_t m, const int64_t *offset, int64_t n, \
+                    const VAL *u, int64_t K, double *acc, int64_t ld))
+#define RF_ONEHOT_PICK(SUFFIX, ISUFFIX, isa)                                                \
+    RF_ISA_PICK(rf_rows_add_##SUFFIX##_##ISUFFIX, isa);                                    \
+    RF_ISA_PICK(rf_gather_add_##SUFFIX##_##ISUFFIX, isa);                                  \
+    RF_ISA_PICK(rf_scatter_add_##SUFFIX##_##ISUFFIX, isa)
+
+RF_ONEHOT_ENTRY_POINTS(f64, double, i32, int32_t)
+RF_ONEHOT_ENTRY_POINTS(f32, float, i32, int32_t)
+RF_ONEHOT_ENTRY_POINTS(f64, double, u16, uint16_t)
+RF_ONEHOT_ENTRY_POINTS(f32, float, u16, uint16_t)
 
 /* Pick the code path once (at module import); returns the RF_ISA_* used. */
 static int rf_onehot_init(void) {
     int isa = rf_detect_isa();
-    RF_ISA_PICK(rf_rows_add_f64_i32, isa);
-    RF_ISA_PICK(rf_rows_add_f64_u16, isa);
-    RF_ISA_PICK(rf_rows_add_f32_i32, isa);
-    RF_ISA_PICK(rf_rows_add_f32_u16, isa);
-    RF_ISA_PICK(rf_gather_add_f64_i32, isa);
-    RF_ISA_PICK(rf_gather_add_f64_u16, isa);
-    RF_ISA_PICK(rf_gather_add_f32_i32, isa);
-    RF_ISA_PICK(rf_gather_add_f32_u16, isa);
-    RF_ISA_PICK(rf_scatter_add_f64_i32, isa);
-    RF_ISA_PICK(rf_scatter_add_f64_u16, isa);
-    RF_ISA_PICK(rf_scatter_add_f32_i32, isa);
-    RF_ISA_PICK(rf_scatter_add_f32_u16, isa);
+    RF_ONEHOT_PICK(f64, i32, isa);
+    RF_ONEHOT_PICK(f32, i32, isa);
+    RF_ONEHOT_PICK(f64, u16, isa);
+    RF_ONEHOT_PICK(f32, u16, isa);
     return isa;
 }
 
