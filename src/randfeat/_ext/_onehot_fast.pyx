@@ -678,11 +678,11 @@ cdef Py_ssize_t TRANSPOSE_ROWS = 4096
 
 
 cdef class _LocalBins(ChunkLoop):
-    """bins[g, i] = cols[i, g] − start[g]: chunk = TRANSPOSE_ROWS rows."""
+    """Local columns cols[i, g] − start[g], block-major (bins[g, i]) or row-major (out[i, g]): chunk = TRANSPOSE_ROWS rows."""
     cdef const int32_t *cols
     cdef const int64_t *start
     cdef void *bins
-    cdef bint narrow
+    cdef bint narrow, row_major
     cdef Py_ssize_t N, G
 
     cdef void run_chunk(self, Py_ssize_t c, void *scratch) noexcept nogil:
@@ -695,10 +695,24 @@ cdef class _LocalBins(ChunkLoop):
 cdef inline void _local_bins_chunk(_LocalBins L, bin_index *bins, Py_ssize_t c) noexcept nogil:
     cdef Py_ssize_t i0 = c * TRANSPOSE_ROWS, n = min(TRANSPOSE_ROWS, L.N - i0), g, ii, N = L.N, G = L.G
     cdef int32_t s
+    if L.row_major:
+        for ii in range(i0, i0 + n):
+            for g in range(G):
+                bins[ii * G + g] = <bin_index>(L.cols[ii * G + g] - L.start[g])
+        return
     for g in range(G):
         s = <int32_t>L.start[g]
         for ii in range(n):
             bins[g * N + i0 + ii] = <bin_index>(L.cols[(i0 + ii) * G + g] - s)
+
+
+cdef _run_local_columns(const int32_t[:, ::1] cols, const int64_t[::1] start, void *out, bint narrow, bint row_major,
+                        int n_threads):
+    cdef _LocalBins loop = _LocalBins()
+    loop.cols, loop.start, loop.bins, loop.N, loop.G = &cols[0, 0], &start[0], out, cols.shape[0], cols.shape[1]
+    loop.narrow, loop.row_major = narrow, row_major
+    loop.n_chunks, loop.n_threads = (loop.N + TRANSPOSE_ROWS - 1) // TRANSPOSE_ROWS, max(1, n_threads)
+    loop.run()
 
 
 def local_bins(const int32_t[:, ::1] cols, const int64_t[::1] start, bin_index[:, ::1] bins, int n_threads):
@@ -720,29 +734,11 @@ def local_bins(const int32_t[:, ::1] cols, const int64_t[::1] start, bin_index[:
     n_threads : int
     """
     cdef Py_ssize_t N = cols.shape[0], G = cols.shape[1]
-    cdef _LocalBins loop = _LocalBins()
     if bins.shape[0] != G or bins.shape[1] != N or start.shape[0] != G + 1:
         raise ValueError("cols / start / bins shapes do not match")
     if N == 0 or G == 0:
         return
-    loop.cols, loop.start, loop.bins, loop.N, loop.G = &cols[0, 0], &start[0], &bins[0, 0], N, G
-    loop.narrow = bin_index is uint16_t
-    loop.n_chunks, loop.n_threads = (N + TRANSPOSE_ROWS - 1) // TRANSPOSE_ROWS, max(1, n_threads)
-    loop.run()
-
-
-cdef class _LocalRows(ChunkLoop):
-    """out[i, g] = cols[i, g] − start[g] (uint16): chunk = TRANSPOSE_ROWS rows."""
-    cdef const int32_t *cols
-    cdef const int64_t *start
-    cdef uint16_t *out
-    cdef Py_ssize_t N, G
-
-    cdef void run_chunk(self, Py_ssize_t c, void *scratch) noexcept nogil:
-        cdef Py_ssize_t i, g, G = self.G
-        for i in range(c * TRANSPOSE_ROWS, min(self.N, (c + 1) * TRANSPOSE_ROWS)):
-            for g in range(G):
-                self.out[i * G + g] = <uint16_t>(self.cols[i * G + g] - self.start[g])
+    _run_local_columns(cols, start, &bins[0, 0], bin_index is uint16_t, False, n_threads)
 
 
 def local_rows(const int32_t[:, ::1] cols, const int64_t[::1] start, uint16_t[:, ::1] out, int n_threads):
@@ -761,11 +757,8 @@ def local_rows(const int32_t[:, ::1] cols, const int64_t[::1] start, uint16_t[:,
     n_threads : int
     """
     cdef Py_ssize_t N = cols.shape[0], G = cols.shape[1]
-    cdef _LocalRows loop = _LocalRows()
     if out.shape[0] != N or out.shape[1] != G or start.shape[0] != G + 1:
         raise ValueError("cols / start / out shapes do not match")
     if N == 0 or G == 0:
         return
-    loop.cols, loop.start, loop.out, loop.N, loop.G = &cols[0, 0], &start[0], &out[0, 0], N, G
-    loop.n_chunks, loop.n_threads = (N + TRANSPOSE_ROWS - 1) // TRANSPOSE_ROWS, max(1, n_threads)
-    loop.run()
+    _run_local_columns(cols, start, &out[0, 0], True, True, n_threads)
