@@ -118,31 +118,59 @@ def finish_apply(
     per-block partial inner products pᵀAp.
     """
     cdef Py_ssize_t D = Q.shape[0], K = Q.shape[1]
-    cdef Py_ssize_t nb = partial_pq.shape[0], b, j, k, j0, j1
-    cdef bint centred = mu.shape[0] > 0
-    cdef double q
+    cdef Py_ssize_t nb = partial_pq.shape[0], b
+    if D == 0 or K == 0:
+        partial_pq[...] = 0.0
+        return
+    cdef cython.floating *q_ptr = &Q[0, 0]
+    cdef const cython.floating *p_ptr = &P[0, 0]
+    cdef const double *mu_ptr = &mu[0] if mu.shape[0] > 0 else NULL
+    cdef const double *s_ptr = &s[0] if mu.shape[0] > 0 else NULL
+    cdef double *part = &partial_pq[0, 0]
     with nogil:
         # Blocks handed out dynamically: on a busy machine a descheduled
         # thread holds up one block, not half the loop (same bits either way).
         for b in prange(nb, num_threads=n_threads, schedule="dynamic", chunksize=1):
-            j0 = b * _BLOCK
-            j1 = min(j0 + _BLOCK, D)
-            if K == 1:
-                # The sum in registers: in partial_pq it went through memory,
-                # a store-load chain per row (~1 ms a call at 500000 rows).
-                partial_pq[b, 0] = _finish_column(&Q[j0, 0], &P[j0, 0], 1, j1 - j0, alpha,
-                                                  &mu[j0] if centred else NULL, s[0] if centred else 0.0)
-            else:
-                # K interleaved chains through partial_pq: as fast as the data.
-                for k in range(K):
-                    partial_pq[b, k] = 0.0
-                for j in range(j0, j1):
-                    for k in range(K):
-                        q = Q[j, k] + alpha * P[j, k]
-                        if centred:
-                            q = q - mu[j] * s[k]
-                        Q[j, k] = <cython.floating>q
-                        partial_pq[b, k] = partial_pq[b, k] + <double>P[j, k] * <double>Q[j, k]
+            _finish_block(q_ptr, p_ptr, K, b * _BLOCK, min(b * _BLOCK + _BLOCK, D), alpha, mu_ptr, s_ptr,
+                          part + b * K)
+
+
+cdef inline void _finish_block(cython.floating *Q, const cython.floating *P, Py_ssize_t K, Py_ssize_t j0,
+                               Py_ssize_t j1, double alpha, const double *mu, const double *s,
+                               double *part) noexcept nogil:
+    """Rows j0..j1 of ``finish_apply`` (mu and s NULL: no centring); part[k] = Σ P·Q per column."""
+    cdef Py_ssize_t j, k
+    if K == 1:
+        # The sum in registers: in partial_pq it went through memory, a
+        # store-load chain per row (~1 ms a call at 500000 rows).
+        part[0] = _finish_column(Q + j0, P + j0, 1, j1 - j0, alpha, mu + j0 if mu != NULL else NULL,
+                                 s[0] if mu != NULL else 0.0)
+        return
+    # K interleaved chains through part: as fast as the data.
+    for k in range(K):
+        part[k] = 0.0
+    for j in range(j0, j1):
+        for k in range(K):
+            part[k] = part[k] + _finish_entry(Q, P, j * K + k, alpha, mu, j, s[k] if mu != NULL else 0.0)
+
+
+cdef inline void _scale_block(const double *R, const double *inv_diag, const double *live, double *Zr,
+                              double *part, Py_ssize_t j0, Py_ssize_t j1, Py_ssize_t K) noexcept nogil:
+    """Rows j0..j1 of ``scale_rows``: Zr = R · inv_diag · live, and part[k] = Σ R² (the block's row of partial_rr)."""
+    cdef Py_ssize_t j, k
+    cdef double r
+    if K == 1:
+        # The sum of squares in registers: through memory it would be a
+        # store-load chain, one per row.
+        part[0] = _scale_column(R + j0, inv_diag + j0, live[0], Zr + j0, j1 - j0)
+        return
+    for k in range(K):
+        part[k] = 0.0
+    for j in range(j0, j1):
+        for k in range(K):
+            r = R[j * K + k]
+            Zr[j * K + k] = r * inv_diag[j] * live[k]
+            part[k] = part[k] + r * r
 
 
 def scale_rows(
@@ -159,24 +187,46 @@ def scale_rows(
     pass over R.
     """
     cdef Py_ssize_t D = R.shape[0], K = R.shape[1]
-    cdef Py_ssize_t nb = partial_rr.shape[0], b, j, k, j0, j1
-    cdef double r
+    cdef Py_ssize_t nb = partial_rr.shape[0], b
+    if D == 0 or K == 0:
+        partial_rr[...] = 0.0
+        return
+    cdef const double *r_ptr = &R[0, 0]
+    cdef const double *d_ptr = &inv_diag[0]
+    cdef const double *l_ptr = &live[0]
+    cdef double *z_ptr = &Zr[0, 0]
+    cdef double *p_ptr = &partial_rr[0, 0]
     with nogil:
         for b in prange(nb, num_threads=n_threads, schedule="dynamic", chunksize=1):
-            j0 = b * _BLOCK
-            j1 = min(j0 + _BLOCK, D)
-            if K == 1:
-                # The sum of squares in registers: through memory it would be
-                # a store-load chain, one per row.
-                partial_rr[b, 0] = _scale_column(&R[j0, 0], &inv_diag[j0], live[0], &Zr[j0, 0], j1 - j0)
-            else:
-                for k in range(K):
-                    partial_rr[b, k] = 0.0
-                for j in range(j0, j1):
-                    for k in range(K):
-                        r = R[j, k]
-                        Zr[j, k] = r * inv_diag[j] * live[k]
-                        partial_rr[b, k] = partial_rr[b, k] + r * r
+            _scale_block(r_ptr, d_ptr, l_ptr, z_ptr, p_ptr + b * K, b * _BLOCK, min(b * _BLOCK + _BLOCK, D), K)
+
+
+cdef inline void _add_block(double *out, const double *A, const double *C, double sign, Py_ssize_t j0, int rows,
+                            int m, int n) noexcept nogil:
+    """Rows j0..j0+rows of ``add_products``: out_b += sign · A_b C."""
+    cdef double scale
+    cdef Py_ssize_t j
+    if m == 1 and n == 1:
+        # One target: an axpy; a BLAS call per block cost several times the arithmetic.
+        scale = sign * C[0]
+        for j in range(rows):
+            out[j0 + j] = out[j0 + j] + scale * A[j0 + j]
+        return
+    # Row-major arrays are column-major transposes: A_b (rows × m) is the
+    # column-major m × rows matrix with leading dimension m, and so on.
+    # out_b (rows × n) += sign · A_b C; column-major: out_bᵀ += sign · Cᵀ A_bᵀ.
+    gemm[double](_N, _N, n, rows, m, sign, C, n, A + j0 * m, m, 1.0, out + j0 * n, n)
+
+
+cdef inline void _cross_block(const double *A, const double *B, double *part, Py_ssize_t j0, int rows, int m,
+                              int n) noexcept nogil:
+    """Rows j0..j0+rows of ``cross_products``: part (m × n, row-major) = A_bᵀ B_b."""
+    if m == 1 and n == 1:
+        # One target: a dot product (in four partial sums, see _dot).
+        part[0] = _dot(A + j0, B + j0, rows)
+        return
+    # Column-major n × m: B_bᵀ A_b.
+    gemm[double](_N, _T, n, m, rows, 1.0, B + j0 * n, n, A + j0 * m, m, 0.0, part, n)
 
 
 cdef class _ThinProducts(ChunkLoop):
@@ -194,37 +244,12 @@ cdef class _ThinProducts(ChunkLoop):
     cdef void run_chunk(self, Py_ssize_t b, void *scratch) noexcept nogil:
         cdef Py_ssize_t j0 = b * _BLOCK
         cdef int rows = <int>min(_BLOCK, self.D - j0), m = <int>self.m, n = <int>self.n
-        if m == 1 and n == 1:
-            # One target: a dot product or an axpy; a BLAS call per block
-            # cost several times the arithmetic.
-            self._single(j0, rows, b)
+        if not self.cross:
+            _add_block(self.out, self.A, self.C, self.sign, j0, rows, m, n)
             return
-        # Row-major arrays are column-major transposes: A_b (rows × m) is the
-        # column-major m × rows matrix with leading dimension m, and so on.
-        if self.cross:
-            # part[b] (m × n, row-major) = A_bᵀ B_b; column-major n × m: B_bᵀ A_b.
-            gemm[double](_N, _T, n, m, rows, 1.0, self.B + j0 * n, n, self.A + j0 * m, m, 0.0,
-                 self.out + b * m * n, n)
-            if self.pair:  # the block of A is in cache now
-                gemm[double](_N, _T, n, m, rows, 1.0, self.B2 + j0 * n, n, self.A + j0 * m, m, 0.0,
-                     self.out2 + b * m * n, n)
-        else:
-            # out_b (rows × n) += sign · A_b C; column-major: out_bᵀ += sign · Cᵀ A_bᵀ.
-            gemm[double](_N, _N, n, rows, m, self.sign, self.C, n, self.A + j0 * m, m, 1.0,
-                 self.out + j0 * n, n)
-
-    cdef inline void _single(self, Py_ssize_t j0, int rows, Py_ssize_t b) noexcept nogil:
-        cdef const double *a = self.A + j0
-        cdef double scale
-        cdef Py_ssize_t j
-        if self.cross:
-            self.out[b] = _dot(a, self.B + j0, rows)
-            if self.pair:
-                self.out2[b] = _dot(a, self.B2 + j0, rows)
-        else:
-            scale = self.sign * self.C[0]
-            for j in range(rows):
-                self.out[j0 + j] = self.out[j0 + j] + scale * a[j]
+        _cross_block(self.A, self.B, self.out + b * m * n, j0, rows, m, n)
+        if self.pair:  # the block of A is in cache now
+            _cross_block(self.A, self.B2, self.out2 + b * m * n, j0, rows, m, n)
 
 
 def add_products(double[:, ::1] out, const double[:, ::1] A, const double[:, ::1] C, double sign,
@@ -251,6 +276,23 @@ def add_products(double[:, ::1] out, const double[:, ::1] A, const double[:, ::1
     loop.run()
 
 
+cdef _cross_parts(const double[:, ::1] A, const double[:, ::1] B, const double[:, ::1] B2, int n_threads):
+    """Per-block parts of Aᵀ B, and of Aᵀ B2 unless B2 is None: shape (1 or 2, n_blocks(D), m, n)."""
+    cdef _ThinProducts loop = _ThinProducts()
+    cdef Py_ssize_t D = A.shape[0], m = A.shape[1], n = B.shape[1]
+    parts = np.zeros((1 if B2 is None else 2, n_blocks(D), m, n))
+    cdef double[:, :, :, ::1] part_view = parts
+    if D == 0 or m == 0 or n == 0:
+        return parts
+    loop.A, loop.B, loop.out = &A[0, 0], &B[0, 0], &part_view[0, 0, 0, 0]
+    if B2 is not None:
+        loop.B2, loop.out2, loop.pair = &B2[0, 0], &part_view[1, 0, 0, 0], True
+    loop.D, loop.m, loop.n, loop.cross = D, m, n, True
+    loop.n_chunks, loop.n_threads = n_blocks(D), max(1, n_threads)
+    loop.run()
+    return parts
+
+
 def cross_products(const double[:, ::1] A, const double[:, ::1] B, int n_threads):
     """Return Aᵀ @ B (m × n, float64), summed over fixed row blocks in block order.
 
@@ -265,20 +307,10 @@ def cross_products(const double[:, ::1] A, const double[:, ::1] B, int n_threads
     -------
     ndarray of shape (m, n)
     """
-    cdef _ThinProducts loop = _ThinProducts()
-    cdef Py_ssize_t D = A.shape[0], m = A.shape[1], n = B.shape[1]
-    if B.shape[0] != D:
+    if B.shape[0] != A.shape[0]:
         raise ValueError("cross_products: A and B have different row counts")
-    parts = np.zeros((n_blocks(D), m, n))
-    cdef double[:, :, ::1] part_view = parts
-    if D == 0 or m == 0 or n == 0:
-        return parts.sum(axis=0)
-    loop.A, loop.B, loop.out = &A[0, 0], &B[0, 0], &part_view[0, 0, 0]
-    loop.D, loop.m, loop.n, loop.cross = D, m, n, True
-    loop.n_chunks, loop.n_threads = n_blocks(D), max(1, n_threads)
-    loop.run()
     # In block order (NumPy adds along axis 0 element by element, in order).
-    return parts.sum(axis=0)
+    return _cross_parts(A, B, None, n_threads)[0].sum(axis=0)
 
 
 def cross_products_pair(const double[:, ::1] A, const double[:, ::1] B, const double[:, ::1] C, int n_threads):
@@ -297,20 +329,9 @@ def cross_products_pair(const double[:, ::1] A, const double[:, ::1] B, const do
     -------
     (ndarray of shape (m, n), ndarray of shape (m, n))
     """
-    cdef _ThinProducts loop = _ThinProducts()
-    cdef Py_ssize_t D = A.shape[0], m = A.shape[1], n = B.shape[1]
-    if B.shape[0] != D or C.shape[0] != D or C.shape[1] != n:
+    if B.shape[0] != A.shape[0] or C.shape[0] != A.shape[0] or C.shape[1] != B.shape[1]:
         raise ValueError("cross_products_pair: shapes do not match")
-    parts = np.zeros((2, n_blocks(D), m, n))
-    cdef double[:, :, :, ::1] part_view = parts
-    if D == 0 or m == 0 or n == 0:
-        return parts[0].sum(axis=0), parts[1].sum(axis=0)
-    loop.A, loop.B, loop.B2, loop.out = &A[0, 0], &B[0, 0], &C[0, 0], &part_view[0, 0, 0, 0]
-    loop.out2 = &part_view[1, 0, 0, 0]
-    loop.D, loop.m, loop.n, loop.cross, loop.pair = D, m, n, True, True
-    loop.n_chunks, loop.n_threads = n_blocks(D), max(1, n_threads)
-    loop.run()
-    # In block order (NumPy adds along axis 0 element by element, in order).
+    parts = _cross_parts(A, B, C, n_threads)
     return parts[0].sum(axis=0), parts[1].sum(axis=0)
 
 
@@ -328,29 +349,13 @@ cdef class _CgStep(ChunkLoop):
     cdef Py_ssize_t D, K
 
     cdef void run_chunk(self, Py_ssize_t b, void *scratch) noexcept nogil:
-        cdef Py_ssize_t j0 = b * _BLOCK, j, k, K = self.K
-        cdef int rows = <int>min(_BLOCK, self.D - j0), n = <int>K
-        cdef double r, scale
-        # The same arithmetic as add_products(X, P, step, 1), add_products(R,
-        # Q, step, -1) and scale_rows on this block, so the same bits.
-        if K == 1:
-            scale = self.step[0]
-            for j in range(rows):
-                self.X[j0 + j] = self.X[j0 + j] + scale * self.P[j0 + j]
-            scale = -1.0 * self.step[0]
-            for j in range(rows):
-                self.R[j0 + j] = self.R[j0 + j] + scale * self.Q[j0 + j]
-            self.part_rr[b] = _scale_column(self.R + j0, self.inv_diag + j0, self.live[0], self.Zr + j0, rows)
-            return
-        gemm[double](_N, _N, n, rows, n, 1.0, self.step, n, self.P + j0 * K, n, 1.0, self.X + j0 * K, n)
-        gemm[double](_N, _N, n, rows, n, -1.0, self.step, n, self.Q + j0 * K, n, 1.0, self.R + j0 * K, n)
-        for k in range(K):
-            self.part_rr[b * K + k] = 0.0
-        for j in range(j0, j0 + rows):
-            for k in range(K):
-                r = self.R[j * K + k]
-                self.Zr[j * K + k] = r * self.inv_diag[j] * self.live[k]
-                self.part_rr[b * K + k] = self.part_rr[b * K + k] + r * r
+        cdef Py_ssize_t j0 = b * _BLOCK, K = self.K
+        cdef int rows = <int>min(_BLOCK, self.D - j0)
+        # The block functions of add_products(X, P, step, 1), add_products(R,
+        # Q, step, -1) and scale_rows, one after another: the same bits.
+        _add_block(self.X, self.P, self.step, 1.0, j0, rows, <int>K, <int>K)
+        _add_block(self.R, self.Q, self.step, -1.0, j0, rows, <int>K, <int>K)
+        _scale_block(self.R, self.inv_diag, self.live, self.Zr, self.part_rr + b * K, j0, j0 + rows, K)
 
 
 def cg_step(double[:, ::1] X, double[:, ::1] R, const double[:, ::1] P, const double[:, ::1] Q,
