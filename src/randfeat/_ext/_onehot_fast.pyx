@@ -277,12 +277,7 @@ cdef inline void _row_block(_RowBlocks L, const floating *B, floating *out, Py_s
     if L.first:
         memset(acc, 0, n * K * sizeof(double))
     if L.cols != NULL:
-        if L.cols_narrow:
-            _rows_add(<const uint16_t *>L.cols + i0 * L.G + L.g0, True, L.G, L.g1 - L.g0, L.cols_offset + L.g0, n,
-                      B, L.ld, K, acc)
-        else:
-            _rows_add(<const int32_t *>L.cols + i0 * L.G + L.g0, False, L.G, L.g1 - L.g0, L.cols_offset + L.g0, n,
-                      B, L.ld, K, acc)
+        _rows_add(_cols_at(L, i0, L.g0), L.cols_narrow, L.G, L.g1 - L.g0, L.cols_offset + L.g0, n, B, L.ld, K, acc)
     else:
         for g in range(L.g0, L.g1):
             _gather_add(_bins_at(L, g, i0), L.narrow, n, B + start[g] * L.ld, L.ld, K, acc)
@@ -308,6 +303,27 @@ cdef inline void _row_block(_RowBlocks L, const floating *B, floating *out, Py_s
                 s = s + v
         if sums != NULL:
             sums[rb * K + k] = s
+
+
+cdef inline const void *_cols_at(_RowBlocks L, Py_ssize_t i, Py_ssize_t g) noexcept nogil:
+    """Address of cols[i, g] (uint16 or int32 row-major columns)."""
+    if L.cols_narrow:
+        return <const uint16_t *>L.cols + i * L.G + g
+    return <const int32_t *>L.cols + i * L.G + g
+
+
+def uses_row_path(Py_ssize_t K):
+    """Whether ``onehot_matmat`` with K targets takes the row path (reads ``cols`` when given): 2 <= K <= 8.
+
+    Parameters
+    ----------
+    K : int
+
+    Returns
+    -------
+    bool
+    """
+    return 2 <= K <= 8
 
 
 def onehot_matmat(
@@ -390,7 +406,7 @@ def onehot_matmat(
     if N == 0 or K == 0:
         return
     loop.cols = NULL
-    if cols is not None and 2 <= K <= 8 and G > 0:
+    if cols is not None and uses_row_path(K) and G > 0:
         if cols.dtype == np.uint16:
             cols16 = cols
             loop.cols, loop.cols_narrow, loop.cols_offset = &cols16[0, 0], True, &start[0]

@@ -6,7 +6,7 @@ import numpy as np
 
 from .._core.threads import threads_for
 from .._ext._onehot_fast import (bins_dtype, block_ranges, local_bins, local_rows, n_row_blocks, onehot_matmat,
-                                 onehot_tmatmat, pad_rows, padded_width)
+                                 onehot_tmatmat, pad_rows, padded_width, uses_row_path)
 from .csr import _common_index_dtype, csr_gram_block_of
 from .operator import Capability, FeatureOperator, MatrixKind
 
@@ -201,7 +201,7 @@ class OneHotBlockProducts(FeatureOperator):
 
     def _row_columns(self, K):
         """The row-major columns for the row path, or None when K takes the block path."""
-        if not 2 <= K <= 8 or self._cols is None:
+        if not uses_row_path(K) or self._cols is None:
             return None
         if self.bins.dtype != np.uint16:
             return self._cols

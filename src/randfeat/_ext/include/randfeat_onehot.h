@@ -239,16 +239,6 @@ RF_ADDROW(rf_addrow_f32, float)
         }                                                                                  \
     }
 
-RF_ONEHOT_ROWS_BODIES(f64, double, i32, int32_t)
-RF_ONEHOT_ROWS_BODIES(f32, float, i32, int32_t)
-RF_ONEHOT_ROWS_BODIES(f64, double, u16, uint16_t)
-RF_ONEHOT_ROWS_BODIES(f32, float, u16, uint16_t)
-
-RF_ONEHOT_INDEXED_BODIES(f64, double, i32, int32_t)
-RF_ONEHOT_INDEXED_BODIES(f32, float, i32, int32_t)
-RF_ONEHOT_INDEXED_BODIES(f64, double, u16, uint16_t)
-RF_ONEHOT_INDEXED_BODIES(f32, float, u16, uint16_t)
-
 
 /* The entry points of one (value type, index type): each compiled for every
  * code path, called through a pointer set once at import. */
@@ -277,10 +267,16 @@ RF_ONEHOT_INDEXED_BODIES(f32, float, u16, uint16_t)
     RF_ISA_PICK(rf_gather_add_##SUFFIX##_##ISUFFIX, isa);                                  \
     RF_ISA_PICK(rf_scatter_add_##SUFFIX##_##ISUFFIX, isa)
 
-RF_ONEHOT_ENTRY_POINTS(f64, double, i32, int32_t)
-RF_ONEHOT_ENTRY_POINTS(f32, float, i32, int32_t)
-RF_ONEHOT_ENTRY_POINTS(f64, double, u16, uint16_t)
-RF_ONEHOT_ENTRY_POINTS(f32, float, u16, uint16_t)
+/* Everything for one (value type, index type): the bodies, then their entry points. */
+#define RF_ONEHOT_TYPES(SUFFIX, VAL, ISUFFIX, IDX)                                         \
+    RF_ONEHOT_INDEXED_BODIES(SUFFIX, VAL, ISUFFIX, IDX)                                    \
+    RF_ONEHOT_ROWS_BODIES(SUFFIX, VAL, ISUFFIX, IDX)                                       \
+    RF_ONEHOT_ENTRY_POINTS(SUFFIX, VAL, ISUFFIX, IDX)
+
+RF_ONEHOT_TYPES(f64, double, i32, int32_t)
+RF_ONEHOT_TYPES(f32, float, i32, int32_t)
+RF_ONEHOT_TYPES(f64, double, u16, uint16_t)
+RF_ONEHOT_TYPES(f32, float, u16, uint16_t)
 
 /* Pick the code path once (at module import); returns the RF_ISA_* used. */
 static int rf_onehot_init(void) {
