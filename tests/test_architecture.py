@@ -15,11 +15,11 @@ import pytest
 SRC = Path(__file__).resolve().parent.parent / "src" / "randfeat"
 
 #: The layers, lowest first: a module may import its own layer and the ones before it.
-LAYERS = ["_version", "_ext", "_core", "_linalg", "_solvers", "_backends", "_maps", "_estimators"]
+LAYERS = ["_version", "_ext", "_core", "_linalg", "_maps", "_solvers", "_backends", "_estimators"]
 #: What stands above every layer: the public package, the data loaders, and the
 #: thin modules where pickles written by randfeat 0.1.0 point.
 TOP = {"randfeat", "datasets", "_adult", "_fourier", "_binning", "_ridge", "_ridge_cv", "_cholesky", "_stats"}
-MAX_LINES = 500
+MAX_LINES = 800
 #: getattr/hasattr calls that do not probe a map, an estimator or an operator
 #: (those declare what they can do: ``has(...)``, ``output_kind``, ``kind``).
 ALLOWED_PROBES = {

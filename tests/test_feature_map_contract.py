@@ -38,7 +38,8 @@ class ProjectionState(MapState):
 class RandomProjection(FeatureMap):
     """z(x) = √(γ/D) Wᵀx: a random-feature map of the linear kernel γ xᵀy (for the contract's tests)."""
 
-    capabilities = frozenset({MapCapability.ROW_INDEPENDENT, MapCapability.GAMMA_PATH})
+    output_kind = OutputKind.DENSE
+    capabilities = frozenset({MapCapability.ROW_INDEPENDENT, MapCapability.KERNEL_WIDTH, MapCapability.GAMMA_PATH})
     _parameter_constraints = {
         "n_components": [Interval(Integral, 1, None, closed="left")],
         "gamma": [Interval(Real, 0, None, closed="neither")],
@@ -63,6 +64,9 @@ class RandomProjection(FeatureMap):
 
     def _draw(self, summary):
         return self._draw_path(summary, [self.gamma])[0]
+
+    def _auto_gamma(self, X):
+        return 1.0 / float(np.mean(np.sum(np.asarray(X) ** 2, axis=1)))
 
     def _transform_rows(self, state, X, n_threads):
         return row_products(X, state.W, n_threads)
@@ -164,7 +168,22 @@ def test_dask_fit_and_transform():
 
 
 def test_a_map_declaring_what_it_lacks_is_refused_at_class_creation():
+    dense = {"output_kind": OutputKind.DENSE}
     with pytest.raises(TypeError, match="GAMMA_PATH"):
-        type("Broken", (FeatureMap,), {"capabilities": frozenset({MapCapability.GAMMA_PATH})})
+        type("Broken", (FeatureMap,), {**dense, "capabilities": frozenset({MapCapability.GAMMA_PATH})})
+    with pytest.raises(TypeError, match="GAMMA_PATH"):
+        type("Pathless", (FeatureMap,), {**dense, "capabilities": frozenset({MapCapability.KERNEL_WIDTH,
+                                                                              MapCapability.GAMMA_PATH})})
+    with pytest.raises(TypeError, match="_auto_gamma"):
+        type("NoHeuristic", (FeatureMap,), {**dense, "capabilities": frozenset({MapCapability.KERNEL_WIDTH})})
     with pytest.raises(TypeError, match="MERGEABLE_VOCABULARY"):
-        type("Reads", (FeatureMap,), {"_fit_rows": lambda self, state, X, n, r: (state, None)})
+        type("Reads", (FeatureMap,), {**dense, "capabilities": frozenset(),
+                                      "_fit_rows": lambda self, state, X, n, r: (state, None)})
+
+
+@pytest.mark.parametrize("missing", ["output_kind", "capabilities"])
+def test_a_map_must_declare_its_output_and_capabilities(missing):
+    declared = {"output_kind": OutputKind.DENSE, "capabilities": frozenset()}
+    del declared[missing]
+    with pytest.raises(TypeError, match=f"must declare {missing}"):
+        type("Undeclared", (FeatureMap,), declared)

@@ -1,7 +1,8 @@
 """Executors of randfeat's one fit pipeline: in memory, or on the row blocks of a Dask array.
 
-``for_input(X)`` picks the backend for an input; estimators and feature
-maps make one call into it (``fit_map``, ``transform_map``, ``fit_ridge``,
+``for_input(X)`` picks the backend for an input (and is registered with
+``randfeat._core.execution``, through which the feature maps below reach
+it); estimators and feature maps make one call into it (``fit_map``, ``transform_map``, ``fit_ridge``,
 ``ridge_statistics``, ``select``, ``map_rows``) and get result objects back
 (fitted-map states, ``RidgeStatistics``, ``FitResult``).  A backend imports
 no estimator and sets no estimator attribute: it reaches a feature map only
@@ -17,6 +18,7 @@ randfeat never imports dask: ``for_input`` looks for ``dask.array`` in
 by its owner), and the Dask backend is imported only when one is seen.
 """
 
+from .._core.execution import register_backend_chooser
 from .dask_input import is_dask_array
 from .memory import IN_MEMORY
 
@@ -38,3 +40,8 @@ def for_input(X):
 
         return DASK
     return IN_MEMORY
+
+
+# Feature maps sit below the backends: their public fit/transform reach
+# for_input through the registry in randfeat._core.execution.
+register_backend_chooser(for_input)

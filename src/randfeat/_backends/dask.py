@@ -41,8 +41,9 @@ from .tree import to_workers, tree_reduce
 DENSE_SLICE_BYTES = 16 * 2**20
 
 
-def _transform_block(Xb, fmap):
-    return fmap.transform(Xb)
+def _transform_block(Xb, fmap, state):
+    """One validated block's features (runs on a worker): the map's row kernel, no second validation."""
+    return fmap._transform_rows(state, Xb, fmap._threads())
 
 
 def _merge(a, b):
@@ -150,17 +151,20 @@ class DaskBackend:
                              f"{fmap.n_features_in_} features as input.")
         D = int(state.n_features_out)
         dtype = float_dtype(X)
-        meta = sp.csr_matrix((0, D), dtype=dtype) if fmap.output_kind is OutputKind.CSR \
+        meta = sp.csr_matrix((0, D), dtype=dtype) if fmap.output_kind_for(is_sparse(X), state) is OutputKind.CSR \
             else np.empty((0, D), dtype=dtype)
-        return X.map_blocks(_transform_block, fmap, dtype=dtype, chunks=(X.chunks[0], (D,)), meta=meta)
+        return X.map_blocks(_transform_block, fmap, state, dtype=dtype, chunks=(X.chunks[0], (D,)), meta=meta)
 
     # ------------------------------------------------------------------ ridge
     def fit_ridge(self, settings, template, X, y, w, targets):
         """Fit ridge on a Dask X: statistics per block on the workers (or distributed CG); return a ``FitResult``."""
-        features = None if template is None else clone(template).fit(X)
+        features = None
+        if template is not None:
+            features = clone(template)
+            features._state, _ = self.fit_map(features, X, return_features=False)
         D = X.shape[1] if features is None else int(features.n_features_out_)
         sparse = is_sparse(X) or (
-            features is not None and features.output_kind is OutputKind.CSR)
+            features is not None and features.output_kind_for(is_sparse(X)) is OutputKind.CSR)
         if plan.choose_solver(settings.solver, sparse, D) == "cg":
             return fit_ridge_cg(settings, X, y, w, features, targets, D)
         stats = self.ridge_statistics(settings, features, X, y, w, targets, D)

@@ -93,7 +93,7 @@ def make_block(features, Xb, yb, wb, targets, n_jobs):
         if not np.isfinite(wb).all() or np.any(wb < 0):
             raise ValueError("sample_weight must be finite and non-negative")
         wb = check_sample_weight(wb, Xb)
-    Z = Xb if features is None else features.transform(Xb)
+    Z = Xb if features is None else features._transform_validated(Xb)
     if sp.issparse(Z):
         Z = sp.csr_matrix(Z)
         Z.sum_duplicates()  # canonical CSR, as the in-memory fit's operators expect

@@ -287,6 +287,13 @@ class DaskSummary(InputSummary):
         back[order] = np.arange(order.size)
         return taken[back]
 
+    def training_rows(self, max_rows, random_state):
+        """Return every row if there are at most ``max_rows``, else a uniform sample of that many, in row order."""
+        n = self.n_samples
+        if n <= max_rows:
+            return self.rows(np.arange(n))
+        return self.rows(np.sort(random_state.choice(n, size=max_rows, replace=False)))
+
     def column_range(self):
         """Return each column's (minimum, maximum), a CSR's implicit zeros included."""
         if is_sparse(self._X):

@@ -1,51 +1,16 @@
-"""The in-memory backend: the pipeline run on arrays held by this process (NumPy arrays, SciPy sparse matrices)."""
+"""The in-memory backend: the pipeline run on arrays held by this process (NumPy arrays, SciPy sparse matrices).
+
+``MemorySummary`` (the ``InputSummary`` of an in-memory array) lives in
+``randfeat._core.input_stats``, below the maps that read it.
+"""
 
 import numpy as np
-import scipy.sparse as sp
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import column_or_1d
 
-from .._core.input_stats import entry_mean_abs_deviation, entry_variance
-from .._core.protocols import InputSummary
+from .._core.input_stats import MemorySummary
 from .._core.validation import check_sample_weight, validate_X, validate_X_y
 from .._solvers import plan, selection
-
-
-class MemorySummary(InputSummary):
-    """The ``InputSummary`` of a validated in-memory array (statistics computed on demand).
-
-    Parameters
-    ----------
-    X : validated ndarray or CSR matrix
-    """
-
-    def __init__(self, X):
-        self._X = X
-        self.n_samples, self.n_features = X.shape
-
-    @property
-    def dtype(self):
-        """X's float dtype."""
-        return self._X.dtype
-
-    def entry_variance(self):
-        """Return ``(s, v)`` with the variance of X's entries s²·v (``entry_variance``)."""
-        return entry_variance(self._X)
-
-    def entry_mean_abs_deviation(self):
-        """Return ``(s, m)`` with the mean absolute deviation of X's entries s·m."""
-        return entry_mean_abs_deviation(self._X)
-
-    def rows(self, index):
-        """Return the rows ``index`` of X."""
-        return self._X[np.asarray(index)]
-
-    def column_range(self):
-        """Return each column's (minimum, maximum), a CSR's implicit zeros included."""
-        X = self._X
-        if sp.issparse(X):
-            return X.min(axis=0).toarray().ravel(), X.max(axis=0).toarray().ravel()
-        return X.min(axis=0), X.max(axis=0)
 
 
 class InMemoryBackend:

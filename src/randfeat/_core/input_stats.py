@@ -1,12 +1,14 @@
 """Statistics of a validated input array that parameter draws read (``gamma="scale"``), computed without cancellation.
 
-The in-memory ``InputSummary`` (``randfeat._backends.memory``) answers with
-these; a Dask array's answers come from Dask's reductions
+``MemorySummary``, the ``InputSummary`` of a validated in-memory array,
+answers with these; a Dask array's answers come from Dask's reductions
 (``randfeat._backends.dask_input``).
 """
 
 import numpy as np
 import scipy.sparse as sp
+
+from .protocols import InputSummary
 
 # Rows (dense) or stored values (CSR) per pass of the variance: bounds the
 # float64 temporaries to a few MB whatever the size of X.
@@ -85,3 +87,44 @@ def entry_mean_abs_deviation(X):
     n_implicit = n_total - (X.data.shape[0] if sp.issparse(X) else n_total)
     sad += n_implicit * abs(mean)  # the CSR's implicit zeros
     return s, sad / n_total
+
+
+class MemorySummary(InputSummary):
+    """The ``InputSummary`` of a validated in-memory array (statistics computed on demand).
+
+    Parameters
+    ----------
+    X : validated ndarray or CSR matrix
+    """
+
+    def __init__(self, X):
+        self._X = X
+        self.n_samples, self.n_features = X.shape
+
+    @property
+    def dtype(self):
+        """X's float dtype."""
+        return self._X.dtype
+
+    def entry_variance(self):
+        """Return ``(s, v)`` with the variance of X's entries s²·v (``entry_variance``)."""
+        return entry_variance(self._X)
+
+    def entry_mean_abs_deviation(self):
+        """Return ``(s, m)`` with the mean absolute deviation of X's entries s·m."""
+        return entry_mean_abs_deviation(self._X)
+
+    def rows(self, index):
+        """Return the rows ``index`` of X."""
+        return self._X[np.asarray(index)]
+
+    def training_rows(self, max_rows, random_state):
+        """Return X, every row: in memory a map is fitted on the whole training input."""
+        return self._X
+
+    def column_range(self):
+        """Return each column's (minimum, maximum), a CSR's implicit zeros included."""
+        X = self._X
+        if sp.issparse(X):
+            return X.min(axis=0).toarray().ravel(), X.max(axis=0).toarray().ravel()
+        return X.min(axis=0), X.max(axis=0)

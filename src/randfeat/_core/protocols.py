@@ -27,6 +27,9 @@ class OutputKind(enum.Enum):
     #: A ``scipy.sparse.csr_matrix`` in X's float dtype: solvers materialise it
     #: (it is cheap to hold) and solve by conjugate gradient.
     CSR = "csr"
+    #: CSR for CSR input, a dense array for dense input (``AdditiveChi2Sampler``,
+    #: as scikit-learn's): resolved per input by ``FeatureMap.output_kind_for``.
+    SAME_AS_INPUT = "same as input"
 
 
 class MapCapability(enum.Enum):
@@ -36,6 +39,10 @@ class MapCapability(enum.Enum):
     #: nor on the thread count: a Dask array is transformed block by block
     #: and gives the in-memory features bit for bit.
     ROW_INDEPENDENT = "row independent"
+    #: The map has a kernel width ``gamma`` that ``RidgeCV(gammas=...)`` may
+    #: choose, and ``_auto_gamma(X)``: the width heuristic for ``gammas="auto"``
+    #: (the map knows its kernel's distance).
+    KERNEL_WIDTH = "kernel width gamma"
     #: ``_draw_path(summary, gammas)``: the parameters for several gammas
     #: from one draw, each rescaled by the kernel's own scaling, bit-identical
     #: to fitting the map at each gamma (``RidgeCV(gammas=...)``).
@@ -81,6 +88,16 @@ class InputSummary(ABC):
     @abstractmethod
     def rows(self, index):
         """Return the validated rows ``index`` (an int array, any order) as an in-memory ndarray or CSR matrix."""
+
+    @abstractmethod
+    def training_rows(self, max_rows, random_state):
+        """Return the rows a map that fits on data reads (a wrapped scikit-learn transformer).
+
+        In memory: every row (the map is fitted as scikit-learn would fit it).
+        A Dask array: every row if there are at most ``max_rows``, else a
+        uniform sample of ``max_rows`` rows without replacement drawn with
+        ``random_state``, in row order, brought to the client.
+        """
 
     @abstractmethod
     def column_range(self):

@@ -7,7 +7,7 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator
-from sklearn.utils._param_validation import StrOptions
+from sklearn.utils._param_validation import HasMethods, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .._backends import for_input
@@ -15,7 +15,9 @@ from .._core.params import ValidatedParamsMixin
 from .._core.threads import effective_n_threads
 from .._core.validation import N_JOBS, Interval, validate_X
 from .._linalg.products import row_products
+from .._core.protocols import MapCapability
 from .._maps.contract import FeatureMap
+from .._maps.transformer import as_feature_map
 from .._solvers.nystrom import DEFAULT_MEMORY_BUDGET
 from .._solvers.plan import SOLVERS, RidgeSettings, row_chunks
 from .._solvers.precond import PRECONDITIONERS
@@ -26,7 +28,7 @@ class BaseRidge(ValidatedParamsMixin, BaseEstimator):
 
     _parameter_constraints: dict = {
         "alpha": [Interval(Real, 0, None, closed="left")],  # finite: inf is excluded
-        "features": [FeatureMap, None],
+        "features": [FeatureMap, HasMethods(["fit", "transform"]), None],
         "solver": [StrOptions(set(SOLVERS))],
         "fit_intercept": ["boolean"],
         "tol": [Interval(Real, 0, None, closed="left")],
@@ -72,13 +74,13 @@ class BaseRidge(ValidatedParamsMixin, BaseEstimator):
     def _explain_invalid(self, name, value):
         if name == "features":
             name = type(self).__name__
-            return (
-                f"{name}(features=...) must be a randfeat feature map such as "
-                f"RandomFourierFeatures(...) or RandomBinningFeatures(...), got "
-                f"{type(value).__name__}. To use another transformer, put it "
-                f"in a sklearn Pipeline before {name}."
-            )
+            return (f"{name}(features=...) must be a feature map such as RandomFourierFeatures(...), a "
+                    f"scikit-learn transformer (with fit and transform) or None; got {type(value).__name__}.")
         return super()._explain_invalid(name, value)
+
+    def _feature_map(self):
+        """The ``features`` parameter as a feature map: a transformer wrapped (``as_feature_map``), or None."""
+        return as_feature_map(self.features)
 
     def _log(self, msg):
         if self.verbose:
@@ -148,10 +150,13 @@ class BaseRidge(ValidatedParamsMixin, BaseEstimator):
         if features is None:
             yield 0, X.shape[0], X
             return
+        if not features.has(MapCapability.ROW_INDEPENDENT):
+            yield 0, X.shape[0], features._transform_validated(X)  # must see every row in one call
+            return
         D = int(features.n_features_out_)
         itemsize = 4 if X.dtype == np.float32 else 8
         for s, e in row_chunks(X.shape[0], D, itemsize, self.chunk_size):
-            yield s, e, features.transform(X[s:e])
+            yield s, e, features._transform_validated(X[s:e])
 
     def _decision(self, X):
         check_is_fitted(self, "coef_")

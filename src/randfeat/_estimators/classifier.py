@@ -85,7 +85,7 @@ class RidgeClassifier(ClassifierMixin, PartialFitMixin, BaseRidge):
         backend = for_input(X)  # in memory, or row blocks on Dask workers
         X, y, sample_weight = backend.validate_fit(self, X, y, sample_weight, y_numeric=False)
         targets = SignTargets(backend.labels(y), type(self).__name__)
-        fit = backend.fit_ridge(self._settings(), self.features, X, y, sample_weight, targets)
+        fit = backend.fit_ridge(self._settings(), self._feature_map(), X, y, sample_weight, targets)
         self._label_binarizer = targets.binarizer
         self.classes_ = targets.classes
         self._store_fit(fit, targets.shape)

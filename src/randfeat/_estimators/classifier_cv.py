@@ -111,7 +111,7 @@ class RidgeClassifierCV(RidgeCVMixin, RidgeClassifier):
                     f"probabilities."
                 ) from exc
 
-        sel = backend.select(self._selection_settings(score), self.features, X, y, sample_weight, targets)
+        sel = backend.select(self._selection_settings(score), self._feature_map(), X, y, sample_weight, targets)
         self._label_binarizer = targets.binarizer
         self.classes_ = targets.classes
         # Shapes as scikit-learn's RidgeClassifierCV: a binary problem's one column is ravelled.

@@ -15,7 +15,7 @@ from .._core.protocols import OutputKind
 from .._core.threads import effective_n_threads
 from .._core.params import transaction
 from .._core.validation import check_sample_weight, validate_X, validate_X_y
-from .._maps.contract import FeatureMap
+from .._maps.transformer import as_feature_map
 from .._solvers import plan
 
 _BINNING_PARTIAL_FIT = (
@@ -43,8 +43,9 @@ def partial_fit_works(est):
             f"{name}.partial_fit solves from merged Gram statistics (Cholesky); "
             f"solver='cg' cannot be updated incrementally. Use solver='auto' or 'cholesky'."
         )
-    if isinstance(est.features, FeatureMap) and est.features.output_kind is OutputKind.CSR:
-        raise ValueError(_BINNING_PARTIAL_FIT.format(name=name, features=type(est.features).__name__))
+    fmap = as_feature_map(est.features)
+    if fmap is not None and fmap.output_kind is OutputKind.CSR:
+        raise ValueError(_BINNING_PARTIAL_FIT.format(name=name, features=type(fmap).__name__))
     return True
 
 
@@ -98,7 +99,9 @@ class PartialFitMixin:
     def _partial_update(self, first, X, Y, sample_weight):
         """Merge the statistics of block (X, Y) into the running ones and re-solve; return the ``FitResult``."""
         if first:
-            features = None if self.features is None else clone(self.features).fit(X)
+            features = None if self.features is None else clone(self._feature_map())
+            if features is not None:
+                features._fit_validated(X)
         else:
             features = vars(self).get("features_")
         stats = plan.block_statistics(features, X, Y, sample_weight, self.fit_intercept,

@@ -138,7 +138,7 @@ class Ridge(RegressorMixin, PartialFitMixin, BaseRidge):
         backend = for_input(X)  # in memory, or row blocks on Dask workers
         X, y, sample_weight = backend.validate_fit(self, X, y, sample_weight, y_numeric=True)
         targets = RealTargets(y)
-        self._store_fit(backend.fit_ridge(self._settings(), self.features, X, y, sample_weight, targets),
+        self._store_fit(backend.fit_ridge(self._settings(), self._feature_map(), X, y, sample_weight, targets),
                         targets.shape)
         return self
 

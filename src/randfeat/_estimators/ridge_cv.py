@@ -12,13 +12,15 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin, is_classifier
 from sklearn.metrics import check_scoring, get_scorer_names
-from sklearn.utils._param_validation import InvalidParameterError, StrOptions
+from sklearn.utils._param_validation import HasMethods, InvalidParameterError, StrOptions
 from sklearn.utils import check_scalar
 
 from .._backends import for_input
 from .._core.params import fit_context
 from .._core.validation import N_JOBS, Interval
+from .._core.protocols import MapCapability
 from .._maps.contract import FeatureMap
+from .._maps.transformer import as_feature_map
 from .._solvers.selection import SelectionSettings, as_positive
 from .base import BaseRidge
 from .targets import RealTargets
@@ -29,7 +31,7 @@ class RidgeCVMixin:
 
     _parameter_constraints: dict = {
         "alphas": ["array-like", Interval(Real, 0, None, closed="left")],  # 0: k-fold only (_checked_alphas)
-        "features": [FeatureMap, None],
+        "features": [FeatureMap, HasMethods(["fit", "transform"]), None],
         "gammas": ["array-like", StrOptions({"auto"}), None],
         "cv": [None, StrOptions({"gcv"}), Interval(Integral, 2, None, closed="left"), "cv_object"],
         "scoring": [StrOptions(set(get_scorer_names())), callable, None],
@@ -105,10 +107,12 @@ class RidgeCVMixin:
     def _check_param_combinations(self):
         self._checked_alphas()
         if self.gammas is not None:
-            if self.features is None or "gamma" not in self.features.get_params():
+            fmap = as_feature_map(self.features)
+            if fmap is None or not fmap.has(MapCapability.KERNEL_WIDTH):
                 raise InvalidParameterError(
-                    f"{type(self).__name__}(gammas=...) needs a feature map with a gamma, e.g. "
-                    f"features=RandomFourierFeatures(...); got features={self.features!r}."
+                    f"{type(self).__name__}(gammas=...) needs a feature map with a kernel width gamma "
+                    f"(MapCapability.KERNEL_WIDTH), e.g. features=RandomFourierFeatures(...); "
+                    f"got features={self.features!r}."
                 )
             if not (isinstance(self.gammas, str) and self.gammas == "auto"):
                 as_positive("gammas", self.gammas)
@@ -285,7 +289,7 @@ class RidgeCV(RidgeCVMixin, RegressorMixin, BaseRidge):
         X, y, sample_weight = backend.validate_fit(self, X, y, sample_weight, y_numeric=True)
         targets = RealTargets(y)
         settings = self._selection_settings(self._score_predictions)
-        self._store(backend.select(settings, self.features, X, y, sample_weight, targets), targets.shape)
+        self._store(backend.select(settings, self._feature_map(), X, y, sample_weight, targets), targets.shape)
         return self
 
     def _score_predictions(self, pred, y_true, per_target, params):

@@ -3,6 +3,7 @@
 import numpy as np
 import scipy.sparse as sp
 
+from .._core.threads import effective_n_threads
 from .._ext import _fourier_fast
 from .csr import SparseProducts
 from .dense import DenseProducts, gemm_ready
@@ -10,9 +11,11 @@ from .onehot import OneHotBlockProducts, block_major_bins, onehot_layout
 from .rowmerge import merged_problem
 
 
-def row_products(Z, W, n_threads):
+def row_products(Z, W, n_threads=None):
     """Return Z @ W with each row's result independent of the other rows and of ``n_threads``.
 
+    Public as ``randfeat.row_products``: the product a feature map that
+    declares ``MapCapability.ROW_INDEPENDENT`` can compute its features with.
     For predictions: BLAS gemm's result for a row depends, in the last bits,
     on the rows multiplied with it (and on its thread count), so the same
     row predicted in two chunks, or on a Dask worker and on the client,
@@ -24,12 +27,15 @@ def row_products(Z, W, n_threads):
     Z : ndarray or sparse matrix of shape (N, D), float32 or float64
     W : ndarray of shape (D, K)
         Cast to Z's dtype.
-    n_threads : int
+    n_threads : int or None, default=None
+        OpenMP threads; None: all (``OMP_NUM_THREADS`` or the cores).
 
     Returns
     -------
     ndarray of shape (N, K), Z's dtype
     """
+    if n_threads is None:
+        n_threads = effective_n_threads(None)
     W = np.ascontiguousarray(W, dtype=Z.dtype)
     if sp.issparse(Z):
         return np.asarray(Z @ W)

@@ -19,7 +19,7 @@ from sklearn.base import clone
 from sklearn.utils.validation import _check_feature_names_in, check_is_fitted
 
 from .._core.memory import check_memory
-from .._core.protocols import MapCapability
+from .._core.protocols import MapCapability, OutputKind
 from .._core.threads import threads_for
 from .._core.validation import N_JOBS, Interval
 from .._ext import _kernel_approx_fast as _fast
@@ -219,6 +219,8 @@ class AdditiveChi2Sampler(FeatureMap):
     (2, 6)
     """
 
+    # CSR for CSR input, dense for dense (as scikit-learn's).
+    output_kind = OutputKind.SAME_AS_INPUT
     capabilities = frozenset({MapCapability.ROW_INDEPENDENT})
     _parameter_constraints: dict = {
         "sample_steps": [Interval(Integral, 1, None, closed="left")],

@@ -23,7 +23,7 @@ from .._ext import _binning_fast
 from .binning_state import LANES as _LANES
 from .binning_state import BinningState
 from .contract import FeatureMap
-from .gamma import resolve_l1_gamma
+from .gamma import median_heuristic_gamma, resolve_l1_gamma
 from .kernels import GAMMA, KERNELS, scale_pitches
 
 # Bins are int64 in the kernel; |bin| <= 2**62 leaves a factor-2 margin and is
@@ -140,7 +140,8 @@ class RandomBinningFeatures(FeatureMap):
     """
 
     output_kind = OutputKind.CSR
-    capabilities = frozenset({MapCapability.ROW_INDEPENDENT, MapCapability.MERGEABLE_VOCABULARY})
+    capabilities = frozenset({MapCapability.ROW_INDEPENDENT, MapCapability.MERGEABLE_VOCABULARY,
+                              MapCapability.KERNEL_WIDTH})
 
     _parameter_constraints: dict = {
         "n_grids": [Interval(Integral, 1, None, closed="left")],
@@ -245,6 +246,10 @@ class RandomBinningFeatures(FeatureMap):
                 f"{KERNELS[value].no_binning_reason}."
             )
         return super()._explain_invalid(name, value)
+
+    def _auto_gamma(self, X):
+        """The median heuristic's gamma for validated X (L1 distance for the Laplacian kernel)."""
+        return median_heuristic_gamma(X, "manhattan" if self.kernel == "laplacian" else "sqeuclidean")
 
     def _draw(self, summary):
         """Draw the grids (the vocabulary comes from the rows: ``_fit_rows`` or the block protocol)."""

@@ -31,7 +31,7 @@ and implements:
 
 ``FeatureMap`` gives the rest: ``fit``, ``transform`` and ``fit_transform``
 for in-memory and Dask input alike (the backend chosen by
-``randfeat._backends.for_input``), ``n_features_out_``,
+backend registered in ``randfeat._core.execution``), ``n_features_out_``,
 ``get_feature_names_out``, the fitted state kept as one object (replaced
 whole by a fit, so a failed fit leaves the old one), and pickling that
 checks the state before compiled code trusts it.  A map module imports
@@ -46,11 +46,11 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin, clone
 from sklearn.utils.validation import check_is_fitted
 
-from .._backends import for_input
+from .._core.execution import backend_for
+from .._core.input_stats import MemorySummary
 from .._core.params import ValidatedParamsMixin, fit_context
 from .._core.protocols import MapCapability, OutputKind
 from .._core.threads import effective_n_threads
-from .._core.validation import validate_X
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -96,24 +96,34 @@ class FeatureMap(ClassNamePrefixFeaturesOutMixin, ValidatedParamsMixin, Transfor
     instances of this class only.
     """
 
-    #: What ``transform`` returns.
-    output_kind = OutputKind.DENSE
-    #: The optional ``MapCapability`` members this class implements.
-    capabilities = frozenset({MapCapability.ROW_INDEPENDENT})
+    # Every map declares, in its class, ``output_kind`` (an ``OutputKind``) and
+    # ``capabilities`` (a frozenset of ``MapCapability``): nothing is assumed.
+    # A property may stand for either where it depends on the parameters.
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
+        declared = {name for klass in cls.__mro__ if klass is not FeatureMap for name in vars(klass)}
+        missing = [name for name in ("output_kind", "capabilities") if name not in declared]
+        if missing:
+            raise TypeError(f"{cls.__name__} must declare {' and '.join(missing)} (randfeat.FeatureMap assumes "
+                            f"nothing: see the guide's 'Writing a feature map')")
+        capabilities = cls.capabilities
+        if not isinstance(capabilities, frozenset):
+            return  # a property: declared per instance, checked by has()'s callers
         # A fit that reads the rows must also be possible from row blocks
         # (Dask): a map that overrides _fit_rows declares the vocabulary protocol.
         reads_rows = cls._fit_rows is not FeatureMap._fit_rows
-        if reads_rows and MapCapability.MERGEABLE_VOCABULARY not in cls.capabilities:
+        if reads_rows and MapCapability.MERGEABLE_VOCABULARY not in capabilities:
             raise TypeError(f"{cls.__name__} implements _fit_rows without declaring MERGEABLE_VOCABULARY")
-        if MapCapability.GAMMA_PATH in cls.capabilities and cls._draw_path is FeatureMap._draw_path:
+        if MapCapability.GAMMA_PATH in capabilities and MapCapability.KERNEL_WIDTH not in capabilities:
+            raise TypeError(f"{cls.__name__} declares GAMMA_PATH without KERNEL_WIDTH")
+        if MapCapability.GAMMA_PATH in capabilities and cls._draw_path is FeatureMap._draw_path:
             raise TypeError(f"{cls.__name__} declares GAMMA_PATH but does not implement _draw_path")
+        if MapCapability.KERNEL_WIDTH in capabilities and cls._auto_gamma is FeatureMap._auto_gamma:
+            raise TypeError(f"{cls.__name__} declares KERNEL_WIDTH but does not implement _auto_gamma")
 
-    @classmethod
-    def has(cls, capability):
-        """Return True if this map implements ``capability``.
+    def has(self, capability):
+        """Return True if this map declares ``capability``.
 
         Parameters
         ----------
@@ -123,7 +133,32 @@ class FeatureMap(ClassNamePrefixFeaturesOutMixin, ValidatedParamsMixin, Transfor
         -------
         bool
         """
-        return capability in cls.capabilities
+        return capability in self.capabilities
+
+    def output_kind_for(self, sparse_input, state=None):
+        """Return the ``OutputKind`` of the features of a dense or a sparse input.
+
+        Resolves ``OutputKind.SAME_AS_INPUT``; every other kind is the
+        declared ``output_kind``.
+
+        Parameters
+        ----------
+        sparse_input : bool
+            True for a sparse (CSR) input.
+        state : MapState or None, default=None
+            The fitted state the features will be made with, where it is not
+            (yet) the map's own; read only by maps whose output kind is
+            found at fit (``TransformerMap``).
+
+        Returns
+        -------
+        OutputKind
+            ``DENSE`` or ``CSR``.
+        """
+        kind = self.output_kind
+        if kind is OutputKind.SAME_AS_INPUT:
+            return OutputKind.CSR if sparse_input else OutputKind.DENSE
+        return kind
 
     # ------------------------------------------------------- what a map implements
     def _draw(self, summary):
@@ -136,6 +171,10 @@ class FeatureMap(ClassNamePrefixFeaturesOutMixin, ValidatedParamsMixin, Transfor
 
     def _draw_path(self, summary, gammas):
         """Return one state per gamma from a single draw (``MapCapability.GAMMA_PATH``)."""
+        raise NotImplementedError
+
+    def _auto_gamma(self, X):
+        """Return the width heuristic's gamma for validated rows X (``MapCapability.KERNEL_WIDTH``)."""
         raise NotImplementedError
 
     def _fit_rows(self, state, X, n_threads, return_features):
@@ -161,7 +200,7 @@ class FeatureMap(ClassNamePrefixFeaturesOutMixin, ValidatedParamsMixin, Transfor
         -------
         self : object
         """
-        self._state, _ = for_input(X).fit_map(self, X, return_features=False)
+        self._state, _ = backend_for(X).fit_map(self, X, return_features=False)
         return self
 
     @fit_context(prefer_skip_nested_validation=True)
@@ -178,7 +217,7 @@ class FeatureMap(ClassNamePrefixFeaturesOutMixin, ValidatedParamsMixin, Transfor
         -------
         Z : ndarray, sparse matrix or dask array of shape (n_samples, n_features_out_)
         """
-        self._state, Z = for_input(X).fit_map(self, X, return_features=True)
+        self._state, Z = backend_for(X).fit_map(self, X, return_features=True)
         return Z
 
     def transform(self, X):
@@ -196,7 +235,41 @@ class FeatureMap(ClassNamePrefixFeaturesOutMixin, ValidatedParamsMixin, Transfor
             the workers.
         """
         fmap = self._snapshot()  # one fitted map from start to end, whatever other threads fit meanwhile
-        return for_input(X).transform_map(fmap, fmap._fitted_state(), X)
+        return backend_for(X).transform_map(fmap, fmap._fitted_state(), X)
+
+    # ---------------------------------------------- entry points for the layers above
+    def _fit_validated(self, X, *, return_features=False):
+        """Fit on rows a public call has already validated; return their features or None.
+
+        The solvers' and backends' entry: no second validation of X and no
+        backend choice (the public call made both, once).  Records
+        ``n_features_in_`` as ``fit`` does.
+
+        Parameters
+        ----------
+        X : validated C-ordered ndarray or canonical CSR matrix, float32 or float64
+        return_features : bool, default=False
+
+        Returns
+        -------
+        Z : ndarray, CSR matrix or None
+        """
+        self._state, Z = self._fit_rows(self._draw(MemorySummary(X)), X, self._threads(), return_features)
+        self.n_features_in_ = X.shape[1]
+        return Z
+
+    def _transform_validated(self, X):
+        """Return the features of rows a public call has already validated (the solvers' per-chunk call).
+
+        Parameters
+        ----------
+        X : validated C-ordered ndarray or canonical CSR matrix with ``n_features_in_`` columns
+
+        Returns
+        -------
+        Z : ndarray or CSR matrix of shape (n_rows, n_features_out_)
+        """
+        return self._transform_rows(self._fitted_state(), X, self._threads())
 
     def _fit_gamma_path(self, X, gammas):
         """Return one fitted clone of this map per gamma (``RidgeCV(gammas=...)``).
@@ -215,13 +288,17 @@ class FeatureMap(ClassNamePrefixFeaturesOutMixin, ValidatedParamsMixin, Transfor
         -------
         maps : list of FeatureMap
         """
+        if not self.has(MapCapability.KERNEL_WIDTH):
+            raise ValueError(f"{type(self).__name__} declares no kernel width (MapCapability.KERNEL_WIDTH): "
+                             f"there is no gamma to choose")
         maps = [clone(self).set_params(gamma=float(g)) for g in gammas]
         if not self.has(MapCapability.GAMMA_PATH):
-            return [m.fit(X) for m in maps]
-        states = maps[0]._draw_path(for_input(X).summary(X), [m.gamma for m in maps])
+            for m in maps:
+                m._fit_validated(X)
+            return maps
+        states = maps[0]._draw_path(MemorySummary(X), [m.gamma for m in maps])
         for m, state in zip(maps, states):
-            validate_X(m, X, reset=True)
-            m._state = state
+            m._state, m.n_features_in_ = state, X.shape[1]
         return maps
 
     # ------------------------------------------------------------- the state

@@ -26,11 +26,12 @@ import scipy.fft
 import scipy.sparse as sp
 
 from .._core.memory import check_memory
-from .._core.protocols import MapCapability
+from .._core.protocols import MapCapability, OutputKind
 from .._core.threads import threads_for
 from .._core.validation import N_JOBS, Interval
 from .._ext import _kernel_approx_fast as _fast
 from .contract import FeatureMap, MapState
+from .gamma import median_heuristic_gamma
 from .sklearn_compat import draw_integers, draw_rng
 
 # A row is summed directly when its q^p terms cost less than its p + 1
@@ -264,7 +265,8 @@ class PolynomialCountSketch(FeatureMap):
     (4, 50)
     """
 
-    capabilities = frozenset({MapCapability.ROW_INDEPENDENT, MapCapability.GAMMA_PATH})
+    output_kind = OutputKind.DENSE
+    capabilities = frozenset({MapCapability.ROW_INDEPENDENT, MapCapability.KERNEL_WIDTH, MapCapability.GAMMA_PATH})
     _parameter_constraints: dict = {
         "gamma": [Interval(Real, 0, None, closed="left")],
         "degree": [Interval(Integral, 1, None, closed="left")],
@@ -301,6 +303,10 @@ class PolynomialCountSketch(FeatureMap):
     def _draw(self, summary):
         """scikit-learn's hashes and signs."""
         return self._draw_path(summary, [self.gamma])[0]
+
+    def _auto_gamma(self, X):
+        """The median heuristic's gamma for validated X in the distance this map's kernel scales."""
+        return median_heuristic_gamma(X, "sqeuclidean")
 
     def _draw_path(self, summary, gammas):
         """One draw of the hashes, one state per gamma (gamma scales x, not the hashes)."""

@@ -13,11 +13,11 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils._param_validation import InvalidParameterError, StrOptions
 
-from .._core.protocols import MapCapability
+from .._core.protocols import MapCapability, OutputKind
 from .._core.validation import N_JOBS, Interval, as_generator
 from .contract import FeatureMap, MapState
 from .fourier_transform import fourier_features
-from .gamma import resolve_gamma
+from .gamma import median_heuristic_gamma, resolve_gamma
 from .kernels import GAMMA, KERNEL_NAMES, KERNELS, NU, scale_frequencies
 from .leverage import draw_fourier_leverage, leverage_frequencies
 from .sampling import SAMPLINGS, draw_unit_frequencies
@@ -286,7 +286,8 @@ class RandomFourierFeatures(FeatureMap):
                 f"coordinate); use it with {radial}, or sampling='iid' or 'qmc'"
             )
 
-    capabilities = frozenset({MapCapability.ROW_INDEPENDENT, MapCapability.GAMMA_PATH})
+    output_kind = OutputKind.DENSE
+    capabilities = frozenset({MapCapability.ROW_INDEPENDENT, MapCapability.KERNEL_WIDTH, MapCapability.GAMMA_PATH})
 
     # ------------------------------------------------------- fitted attributes
     @property
@@ -317,6 +318,10 @@ class RandomFourierFeatures(FeatureMap):
         return self._fitted_state().gamma
 
     # --------------------------------------------------------- the contract
+    def _auto_gamma(self, X):
+        """The median heuristic's gamma for validated X (L1 distance for the Laplacian kernel)."""
+        return median_heuristic_gamma(X, "manhattan" if self.kernel == "laplacian" else "sqeuclidean")
+
     def _draw(self, summary):
         """Draw the frequencies for inputs like the training data (its width; its variance for 'scale')."""
         if self.sampling == "leverage":

@@ -1,10 +1,11 @@
-"""The gamma rules of ``gamma="scale"``: 1 / (n_features · X.var()) (RBFSampler's) and its L1 counterpart.
+"""The gamma rules: ``gamma="scale"`` (1 / (n_features · X.var()), RBFSampler's, and its L1 counterpart) and the median heuristic of ``RidgeCV(gammas="auto")``.
 
 They read the input through an ``InputSummary`` (``randfeat._core.protocols``),
 so one rule serves an in-memory array and a Dask array alike.
 """
 
 import numpy as np
+import scipy.sparse as sp
 
 
 def resolve_gamma(gamma, summary):
@@ -84,3 +85,42 @@ def _reciprocal_scale(n_features, s, m, what):
             f"Rescale X (e.g. sklearn.preprocessing.StandardScaler) or give a numeric gamma."
         )
     return float(resolved)
+
+
+#: The median heuristic reads at most this many rows (drawn with a fixed seed).
+AUTO_GAMMA_ROWS = 1000
+
+
+def median_heuristic_gamma(X, metric):
+    """Return 1 / the median pairwise distance between rows of X: ``RidgeCV(gammas="auto")``'s base gamma.
+
+    Taken on at most ``AUTO_GAMMA_ROWS`` rows drawn with a fixed seed (0),
+    so the result depends on X only.  Each map's ``_auto_gamma`` picks the
+    distance its kernel's gamma scales.
+
+    Parameters
+    ----------
+    X : ndarray or CSR matrix of shape (n_samples, n_features), validated
+    metric : {"sqeuclidean", "manhattan"}
+        Squared Euclidean distance (Gaussian-like kernels) or L1 distance
+        (the Laplacian kernel).
+
+    Returns
+    -------
+    gamma : float
+    """
+    from sklearn.metrics import pairwise_distances
+    from sklearn.metrics.pairwise import euclidean_distances
+
+    n = X.shape[0]
+    rows = np.sort(np.random.default_rng(0).choice(n, size=min(n, AUTO_GAMMA_ROWS), replace=False))
+    S = X[rows]
+    if metric == "manhattan":
+        dist = pairwise_distances(S, metric="manhattan")
+    elif sp.issparse(S):
+        # SciPy's exact squared distances take dense rows only; the sample may be very wide.
+        dist = np.maximum(euclidean_distances(S, squared=True), 0.0)
+    else:
+        dist = pairwise_distances(S, metric="sqeuclidean")
+    med = np.median(dist[np.triu_indices(len(rows), 1)]) if len(rows) > 1 else 0.0
+    return 1.0 / med if med > 0 else 1.0

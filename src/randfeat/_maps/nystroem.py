@@ -27,14 +27,15 @@ from sklearn.utils import check_array
 from sklearn.utils._param_validation import InvalidParameterError, StrOptions
 
 from .._core.memory import check_memory
-from .._core.protocols import MapCapability
+from .._core.protocols import MapCapability, OutputKind
 from .._core.threads import single_threaded_blas
 from .._core.validation import N_JOBS, Interval
 from .._ext._kernel_approx_fast import pack_panels, product_panel_width
 from .contract import FeatureMap, MapState
+from .gamma import median_heuristic_gamma
 from .leverage import leverage_landmarks
-from .nystroem_kernels import (KERNEL_NAMES, NystroemKernel, check_kernel_input, kernel_block, nystroem_features,
-                               prepare_landmarks, resolve_kernel)
+from .nystroem_kernels import (KERNEL_NAMES, KERNEL_PARAMS, NystroemKernel, check_kernel_input, kernel_block,
+                               nystroem_features, prepare_landmarks, resolve_kernel)
 from .sklearn_compat import draw_rng
 
 
@@ -258,7 +259,7 @@ class Nystroem(FeatureMap):
     (200, 50)
     """
 
-    capabilities = frozenset({MapCapability.ROW_INDEPENDENT, MapCapability.GAMMA_PATH})
+    output_kind = OutputKind.DENSE
     _parameter_constraints: dict = {
         "kernel": [StrOptions(set(KERNEL_NAMES)), callable],
         "gamma": [Interval(Real, 0, None, closed="left"), None],
@@ -325,6 +326,18 @@ class Nystroem(FeatureMap):
     def _draw(self, summary):
         """Landmarks, then K(L, L) and its inverse square root."""
         return self._draw_path(summary, [self.gamma])[0]
+
+    @property
+    def capabilities(self):
+        """frozenset of MapCapability: a kernel width (and its path) only for a named kernel that has a gamma."""
+        caps = {MapCapability.ROW_INDEPENDENT}
+        if isinstance(self.kernel, str) and "gamma" in KERNEL_PARAMS.get(self.kernel, ()):
+            caps |= {MapCapability.KERNEL_WIDTH, MapCapability.GAMMA_PATH}
+        return frozenset(caps)
+
+    def _auto_gamma(self, X):
+        """The median heuristic's gamma for validated X (L1 distance for the Laplacian kernel)."""
+        return median_heuristic_gamma(X, "manhattan" if self.kernel == "laplacian" else "sqeuclidean")
 
     def _draw_path(self, summary, gammas):
         """One choice of landmarks, one normalisation per gamma (each as a fit at that gamma).

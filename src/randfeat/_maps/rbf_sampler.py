@@ -14,11 +14,11 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils._param_validation import InvalidParameterError, StrOptions
 
-from .._core.protocols import MapCapability
+from .._core.protocols import MapCapability, OutputKind
 from .._core.validation import N_JOBS, Interval
 from .contract import FeatureMap, MapState
 from .fourier_transform import fourier_features
-from .gamma import resolve_gamma
+from .gamma import median_heuristic_gamma, resolve_gamma
 from .sklearn_compat import draw_rng
 
 
@@ -181,7 +181,8 @@ class RBFSampler(FeatureMap):
     True
     """
 
-    capabilities = frozenset({MapCapability.ROW_INDEPENDENT, MapCapability.GAMMA_PATH})
+    output_kind = OutputKind.DENSE
+    capabilities = frozenset({MapCapability.ROW_INDEPENDENT, MapCapability.KERNEL_WIDTH, MapCapability.GAMMA_PATH})
     _parameter_constraints: dict = {
         "gamma": [StrOptions({"scale"}), Interval(Real, 0.0, None, closed="left")],
         "n_components": [Interval(Integral, 1, None, closed="left")],
@@ -209,6 +210,10 @@ class RBFSampler(FeatureMap):
         """scikit-learn's draw, scaled at the resolved gamma."""
         unit, b = draw_rbf_sampler(self.random_state, summary.n_features, self.n_components)
         return self._state_at(unit, b, resolve_gamma(self.gamma, summary), summary.dtype)
+
+    def _auto_gamma(self, X):
+        """The median heuristic's gamma for validated X in the distance this map's kernel scales."""
+        return median_heuristic_gamma(X, "sqeuclidean")
 
     def _draw_path(self, summary, gammas):
         """One draw, one state per gamma (each as a fit at that gamma)."""

@@ -14,7 +14,7 @@ from numbers import Integral, Real
 import numpy as np
 import scipy.sparse as sp
 
-from .._core.protocols import MapCapability
+from .._core.protocols import MapCapability, OutputKind
 from .._core.validation import N_JOBS, Interval
 from .contract import FeatureMap, MapState
 from .fourier_transform import fourier_features
@@ -173,6 +173,7 @@ class SkewedChi2Sampler(FeatureMap):
     (4, 10)
     """
 
+    output_kind = OutputKind.DENSE
     capabilities = frozenset({MapCapability.ROW_INDEPENDENT})
     _parameter_constraints: dict = {
         "skewedness": [Interval(Real, None, None, closed="neither")],

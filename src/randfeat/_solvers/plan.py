@@ -30,7 +30,7 @@ import scipy.sparse as sp
 from sklearn.base import clone
 from sklearn.utils._param_validation import InvalidParameterError
 
-from .._core.protocols import OutputKind
+from .._core.protocols import MapCapability, OutputKind
 from .._core.threads import effective_n_threads
 from .._linalg.products import prepare_problem
 from .cg_path import cg_ridge
@@ -133,6 +133,16 @@ def choose_solver(solver, sparse, n_features):
     return "cholesky" if not sparse and n_features <= CHOLESKY_MAX_FEATURES else "cg"
 
 
+def _materialised(features, X):
+    """True if a fitted map's features of X are made once and held, not streamed chunk by chunk.
+
+    Sparse features (binning) are cheap to hold and solved by CG; a map
+    that is not row-independent must see all the rows in one call.
+    """
+    return (features.output_kind_for(sp.issparse(X)) is OutputKind.CSR
+            or not features.has(MapCapability.ROW_INDEPENDENT))
+
+
 class FeatureSource:
     """The rows a solver reads: X itself, a map's features materialised, or a map's features streamed from X.
 
@@ -156,21 +166,26 @@ class FeatureSource:
         if template is None:
             return cls(X, None, X)
         features = clone(template)
-        if features.output_kind is OutputKind.CSR:
-            # Sparse features (binning) are cheap to hold: materialise the CSR once.
-            Z = features.fit_transform(X)
-            Z = sp.csr_matrix(Z) if not sp.issparse(Z) else Z.tocsr()
-            if log is not None:
-                log(f"materialised {Z.shape[0]}x{Z.shape[1]} sparse features, nnz={Z.nnz}, "
-                    f"elapsed {time.perf_counter() - (t0 or 0.0):.1f} s")
-            return cls(X, features, Z)
-        return cls(X, features.fit(X), None)
+        # A map whose output kind is known before the fit makes its CSR in
+        # the same pass (binning's fit reads every row anyway).
+        known = features.output_kind is not None and features.output_kind_for(sp.issparse(X)) is OutputKind.CSR
+        Z = features._fit_validated(X, return_features=known)
+        if Z is None and _materialised(features, X):
+            Z = features._transform_validated(X)
+        if Z is None:
+            return cls(X, features, None)
+        Z = Z.tocsr() if sp.issparse(Z) else Z
+        if log is not None and sp.issparse(Z):
+            log(f"materialised {Z.shape[0]}x{Z.shape[1]} sparse features, nnz={Z.nnz}, "
+                f"elapsed {time.perf_counter() - (t0 or 0.0):.1f} s")
+        return cls(X, features, Z)
 
     @classmethod
     def of_fitted(cls, features, X):
         """The source of an already fitted map on X (materialised when its output is CSR)."""
-        if features.output_kind is OutputKind.CSR:
-            return cls(X, features, sp.csr_matrix(features.transform(X)))
+        if _materialised(features, X):
+            Z = features._transform_validated(X)
+            return cls(X, features, Z.tocsr() if sp.issparse(Z) else Z)
         return cls(X, features, None)
 
     @property
@@ -201,7 +216,7 @@ class FeatureSource:
 
     def materialised(self):
         """Z as one matrix (a streamed map's features made now: N × D memory)."""
-        return self.features.transform(self.X) if self.Z is None else self.Z
+        return self.features._transform_validated(self.X) if self.Z is None else self.Z
 
     def chunks(self, chunk_size=None):
         """Yield (start, stop) of the chunks this source is read in (``row_chunks``)."""
@@ -212,7 +227,7 @@ class FeatureSource:
         """Yield (start, stop, dense Z block, owned): ``owned`` when the block is a fresh array the caller may overwrite."""
         for s, e in self.chunks(chunk_size):
             if self.Z is None:
-                Zb, owned = self.features.transform(self.X[s:e]), True
+                Zb, owned = self.features._transform_validated(self.X[s:e]), True
             else:
                 Zb, owned = self.Z[s:e], False
             if sp.issparse(Zb):

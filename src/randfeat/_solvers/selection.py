@@ -33,8 +33,6 @@ from .plan import CHOLESKY_MAX_FEATURES, DEFAULT_CHUNK_BYTES, FeatureSource, acc
 
 #: ``gammas="auto"``: the median heuristic's gamma times these factors.
 AUTO_GAMMA_FACTORS = (0.1, 0.3, 1.0, 3.0, 10.0)
-#: Rows (a fixed-seed subsample) on which the median pairwise distance is taken.
-AUTO_GAMMA_ROWS = 1000
 #: ``gammas`` with dense features: the per-gamma Gram matrices are accumulated
 #: in one pass over X when together they need at most this fraction of the
 #: available memory (else one pass per gamma).
@@ -98,39 +96,6 @@ def _fmt(alpha):
     return np.array2string(alpha, precision=6) if np.ndim(alpha) else f"{alpha:.6g}"
 
 
-def median_heuristic_gamma(X, kernel):
-    """Return 1 / median pairwise distance of rows of X (squared Euclidean; L1 for the Laplacian kernel).
-
-    Taken on at most ``AUTO_GAMMA_ROWS`` rows drawn with a fixed seed (0),
-    so the result depends on X only.
-
-    Parameters
-    ----------
-    X : ndarray or CSR matrix of shape (n_samples, n_features), validated
-    kernel : str
-        The feature map's kernel name.
-
-    Returns
-    -------
-    gamma : float
-    """
-    from sklearn.metrics import pairwise_distances
-    from sklearn.metrics.pairwise import euclidean_distances
-
-    n = X.shape[0]
-    rows = np.sort(np.random.default_rng(0).choice(n, size=min(n, AUTO_GAMMA_ROWS), replace=False))
-    S = X[rows]
-    if kernel == "laplacian":
-        dist = pairwise_distances(S, metric="manhattan")
-    elif sp.issparse(S):
-        # SciPy's exact squared distances take dense rows only; the sample may be very wide.
-        dist = np.maximum(euclidean_distances(S, squared=True), 0.0)
-    else:
-        dist = pairwise_distances(S, metric="sqeuclidean")
-    med = np.median(dist[np.triu_indices(len(rows), 1)]) if len(rows) > 1 else 0.0
-    return 1.0 / med if med > 0 else 1.0
-
-
 def select(settings, template, X, Y, w, y_true):
     """Choose (gamma,) alpha for targets Y (N × K) on validated X; return a ``Selection``.
 
@@ -150,7 +115,7 @@ def select(settings, template, X, Y, w, y_true):
                 f"selected in {time.perf_counter() - t0:.2f} s")
         return sel
     if isinstance(settings.gammas, str):
-        base = median_heuristic_gamma(X, template.get_params().get("kernel", "rbf"))
+        base = template._auto_gamma(X)  # the map knows its kernel's distance
         gammas = base * np.asarray(AUTO_GAMMA_FACTORS)
     else:
         gammas = as_positive("gammas", settings.gammas)
@@ -196,7 +161,7 @@ def _joint_pass_fits(settings, maps, X):
     kernel is cheaper), and the n_gammas Gram accumulators within half the
     available memory.
     """
-    if settings.cv not in (None, "gcv") or any(m.output_kind is OutputKind.CSR for m in maps):
+    if settings.cv not in (None, "gcv") or any(m.output_kind_for(sp.issparse(X)) is OutputKind.CSR for m in maps):
         return False
     D = int(maps[0].n_features_out_)
     if _kernel_path_pays(settings, X.shape[0], D, X.dtype):
@@ -215,7 +180,7 @@ def _select_alpha_joint(settings, X, Y, w, y_true, sample_weighted, maps):
     def joint_blocks():
         for s, e in sources[0].chunks(settings.chunk_size):
             Xb = X[s:e]
-            yield s, e, [m.transform(Xb) for m in maps], True
+            yield s, e, [m._transform_validated(Xb) for m in maps], True
 
     stats = [row[0] for row in accumulate(joint_blocks(), Y, w, sources[0].n_features, settings.fit_intercept,
                                            n_threads)]
@@ -229,7 +194,7 @@ def _select_alpha_joint(settings, X, Y, w, y_true, sample_weighted, maps):
         for s, e in sources[0].chunks(settings.chunk_size):
             Xb = X[s:e]
             for m, dec, scorer in zip(maps, decs, scorers):
-                scorer.add(s, e, loo_block(dec, alphas, m.transform(Xb), Y[s:e], w[s:e], n_threads))
+                scorer.add(s, e, loo_block(dec, alphas, m._transform_validated(Xb), Y[s:e], w[s:e], n_threads))
     return [_alpha_choice(settings, dec, alphas, *scorer.finish(), m, X.dtype)
             for m, dec, scorer in zip(maps, decs, scorers)]
 
