@@ -178,14 +178,14 @@ def _shape(Z):
 def letter_rows(profile, runner, log):
     """Case (a): rows of the hard-cases table."""
     from randfeat import RandomBinningFeatures
-    from randfeat._solvers.selection import median_heuristic_gamma
+    from randfeat._maps.gamma import median_heuristic_gamma
     from randfeat.datasets import make_letter_like
 
     p = PROFILES[profile]
     X, y = make_letter_like(p["letter_rows"])
     rows = []
     for mult in p["mults"]:
-        gamma = mult * median_heuristic_gamma(X, "laplacian")
+        gamma = mult * median_heuristic_gamma(X, "manhattan")
         Z = RandomBinningFeatures(50, gamma=gamma, random_state=0).fit_transform(X)
         key, shape = f"letter{mult}", _shape(Z)
         runner.save(key, Z, y)

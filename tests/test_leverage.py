@@ -18,7 +18,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from randfeat import (Nystroem, RandomFourierFeatures, Ridge, RidgeClassifier, RidgeClassifierCV, RidgeCV,
                       kernel_matrix)
-from randfeat._backends.memory import MemorySummary
+from randfeat._core.input_stats import MemorySummary
 from randfeat._maps import leverage
 from randfeat._maps.leverage import _PoolKernel, _scores, frequency_leverage, recursive_leverage_scores
 from randfeat._maps.nystroem_kernels import resolve_kernel

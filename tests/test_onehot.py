@@ -475,11 +475,11 @@ def test_preconditioners_are_symmetric_positive_definite(kind):
 def test_auto_is_block_on_one_hot_and_cuts_iterations_against_jacobi():
     # Letter-like rows repeat (crowded bins): Jacobi shrinks the
     # regularisation of crowded columns and slows CG down (DESIGN.md, "Hard cases").
-    from randfeat._solvers.selection import median_heuristic_gamma
+    from randfeat._maps.gamma import median_heuristic_gamma
     from randfeat.datasets import make_letter_like
 
     X, y = make_letter_like(3000)
-    Z = RandomBinningFeatures(20, gamma=4 * median_heuristic_gamma(X, "laplacian"), random_state=0).fit_transform(X)
+    Z = RandomBinningFeatures(20, gamma=4 * median_heuristic_gamma(X, "manhattan"), random_state=0).fit_transform(X)
     fits = {kind: RidgeClassifier(1e-2, solver="cg", preconditioner=kind, tol=1e-8, max_iter=20000).fit(Z, y)
             for kind in ("auto", "block", "jacobi")}
     assert "scaled identity" in fits["auto"].preconditioner_
