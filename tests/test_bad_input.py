@@ -495,9 +495,9 @@ def test_single_column_y_shapes_match_sklearn(fit_intercept, solver, features):
 
 # ============================== a failed call leaves a fitted estimator as it was
 class _InterruptedFourier(RandomFourierFeatures):
-    """A feature map whose transform is interrupted (Ctrl-C) during the fit that uses it."""
+    """A feature map whose row kernel is interrupted (Ctrl-C) during the fit that uses it."""
 
-    def transform(self, X):
+    def _transform_rows(self, state, X, n_threads):
         raise KeyboardInterrupt
 
 

@@ -10,6 +10,7 @@ from sklearn.utils.validation import column_or_1d
 
 from .._core.input_stats import MemorySummary
 from .._core.validation import check_sample_weight, validate_X, validate_X_y
+from .._linalg.products import row_products
 from .._solvers import plan, selection
 
 
@@ -62,6 +63,35 @@ class InMemoryBackend:
         """Choose (gamma,) alpha and fit there: ``selection.select``; return a ``Selection``."""
         Y = targets.encode(y)
         return selection.select(settings, template, X, Y, w, targets.scored(y, Y))
+
+    # ----------------------------------------------------- partial_fit, predict
+    def block_statistics(self, features, X, Y, w, fit_intercept, n_threads, chunk_size):
+        """The ``RidgeStatistics`` of one block of validated rows (``partial_fit``): ``plan.block_statistics``."""
+        return plan.block_statistics(features, X, Y, w, fit_intercept, n_threads, chunk_size)
+
+    def solved(self, statistics, alpha, owner, features):
+        """Solve merged statistics by Cholesky; return the ``FitResult`` (``partial_fit``)."""
+        return plan.cholesky_result(statistics.solve(float(alpha), owner=owner), features)
+
+    def decision(self, features, coef, intercept, X, chunk_size, n_threads):
+        """Return ``Z @ coef.T + intercept`` for validated rows X, Z made a chunk at a time.
+
+        ``row_products`` is row-independent: a row's value has the same bits
+        in any chunk, on any worker.
+        """
+        K = coef.shape[0]
+        out = np.empty((X.shape[0], K), dtype=coef.dtype)
+        for s, e, Zb in plan.feature_chunks(features, X, chunk_size):
+            out[s:e] = row_products(Zb, coef.T, n_threads)
+        out += np.asarray(intercept, dtype=out.dtype)  # scalar, (1,) or (K,): broadcasts
+        return out
+
+    def predictive_variance(self, solution, features, X, chunk_size, n_targets):
+        """Return the predictive variance (n_rows, n_targets) of a Cholesky ``solution`` at validated rows X."""
+        var = np.empty((X.shape[0], n_targets))
+        for s, e, Zb in plan.feature_chunks(features, X, chunk_size):
+            var[s:e] = solution.predictive_variance(Zb)
+        return var
 
     def map_rows(self, fn, X, n_features, owner, *, n_outputs=1):
         """Return ``fn(X)``: a prediction computed here."""

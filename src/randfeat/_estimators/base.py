@@ -5,21 +5,19 @@ import functools
 import sys
 from numbers import Integral, Real
 
-import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import HasMethods, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .._backends import for_input
+from .._backends.memory import IN_MEMORY
 from .._core.params import ValidatedParamsMixin
 from .._core.threads import effective_n_threads
 from .._core.validation import N_JOBS, Interval, validate_X
-from .._linalg.products import row_products
-from .._core.protocols import MapCapability
 from .._maps.contract import FeatureMap
 from .._maps.transformer import as_feature_map
 from .._solvers.nystrom import DEFAULT_MEMORY_BUDGET
-from .._solvers.plan import SOLVERS, RidgeSettings, row_chunks
+from .._solvers.plan import SOLVERS, RidgeSettings
 from .._solvers.precond import PRECONDITIONERS
 
 
@@ -144,32 +142,14 @@ class BaseRidge(ValidatedParamsMixin, BaseEstimator):
         fn = functools.partial(method, model, **kwargs)
         return for_input(X).map_rows(fn, X, model.n_features_in_, type(self).__name__, n_outputs=n_outputs)
 
-    def _features_chunks(self, X):
-        """Yield (start, stop, Z block) for the rows of validated X."""
-        features = vars(self).get("features_")  # fitted state, not the parameter
-        if features is None:
-            yield 0, X.shape[0], X
-            return
-        if not features.has(MapCapability.ROW_INDEPENDENT):
-            yield 0, X.shape[0], features._transform_validated(X)  # must see every row in one call
-            return
-        D = int(features.n_features_out_)
-        itemsize = 4 if X.dtype == np.float32 else 8
-        for s, e in row_chunks(X.shape[0], D, itemsize, self.chunk_size):
-            yield s, e, features._transform_validated(X[s:e])
-
     def _decision(self, X):
+        """(validated X, decision values of shape (n_rows, n_targets)): in memory, on rows held here."""
         check_is_fitted(self, "coef_")
         X = validate_X(self, X, reset=False)
         self._runtime_params("chunk_size")
         coef = self.coef_.reshape(-1, self.coef_.shape[-1])
-        K = coef.shape[0]
-        out = np.empty((X.shape[0], K), dtype=coef.dtype)
-        n_threads = effective_n_threads(self.n_jobs)
-        for s, e, Zb in self._features_chunks(X):
-            # Row-independent: a row's prediction has the same bits in any chunk, on any worker.
-            out[s:e] = row_products(Zb, coef.T, n_threads)
-        out += np.asarray(self.intercept_, dtype=out.dtype)  # scalar, (1,) or (K,): broadcasts
+        out = IN_MEMORY.decision(vars(self).get("features_"), coef, self.intercept_, X, self.chunk_size,
+                                 effective_n_threads(self.n_jobs))
         return X, out
 
     def __sklearn_tags__(self):

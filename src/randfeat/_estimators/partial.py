@@ -16,7 +16,7 @@ from .._core.threads import effective_n_threads
 from .._core.params import transaction
 from .._core.validation import check_sample_weight, validate_X, validate_X_y
 from .._maps.transformer import as_feature_map
-from .._solvers import plan
+from .._backends.memory import IN_MEMORY
 
 _BINNING_PARTIAL_FIT = (
     "{name}.partial_fit does not support sparse feature maps such as {features}: their "
@@ -104,8 +104,8 @@ class PartialFitMixin:
                 features._fit_validated(X)
         else:
             features = vars(self).get("features_")
-        stats = plan.block_statistics(features, X, Y, sample_weight, self.fit_intercept,
-                                      effective_n_threads(self.n_jobs), self.chunk_size)
+        stats = IN_MEMORY.block_statistics(features, X, Y, sample_weight, self.fit_intercept,
+                                           effective_n_threads(self.n_jobs), self.chunk_size)
         if not first:
             if stats.centred != self._statistics_.centred:
                 raise ValueError(
@@ -120,6 +120,6 @@ class PartialFitMixin:
                     f"{self._statistics_.n_targets} in the earlier ones"
                 )
             stats = self._statistics_.merge(stats)
-        sol = stats.solve(float(self.alpha), owner=type(self).__name__)
+        result = IN_MEMORY.solved(stats, self.alpha, type(self).__name__, features)
         self._statistics_ = stats
-        return plan.cholesky_result(sol, features)
+        return result

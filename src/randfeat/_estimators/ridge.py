@@ -13,6 +13,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from .._backends import for_input
+from .._backends.memory import IN_MEMORY
 from .._core.params import fit_context
 from .base import BaseRidge
 from .partial import PartialFitMixin, partial_fit_works
@@ -237,9 +238,8 @@ class Ridge(RegressorMixin, PartialFitMixin, BaseRidge):
         return out, self._predictive_std(X, out.shape)
 
     def _predictive_std(self, X, shape):
-        var = np.empty((X.shape[0], shape[1] if len(shape) == 2 else 1))
-        for s, e, Zb in self._features_chunks(X):
-            var[s:e] = self._solution.predictive_variance(Zb)
+        var = IN_MEMORY.predictive_variance(self._solution, vars(self).get("features_"), X, self.chunk_size,
+                                            shape[1] if len(shape) == 2 else 1)
         std = np.sqrt(np.maximum(var, 0.0)).astype(self.coef_.dtype)
         return std[:, 0] if len(shape) == 1 else std.reshape(shape)
 

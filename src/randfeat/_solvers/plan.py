@@ -310,8 +310,30 @@ def block_statistics(features, X, Y, w, fit_intercept, n_threads, chunk_size=Non
     -------
     RidgeStatistics
     """
-    source = FeatureSource(X, features, X if features is None else None)
+    source = FeatureSource(X, None, X) if features is None else FeatureSource.of_fitted(features, X)
     return accumulate(source.dense_blocks(chunk_size), Y, w, source.n_features, fit_intercept, n_threads)[0][0]
+
+
+def feature_chunks(features, X, chunk_size=None):
+    """Yield (start, stop, Z block) of a fitted map's features of validated X (X itself for no map), a chunk at a time.
+
+    A map that is not row-independent gives all the rows in one block.
+
+    Parameters
+    ----------
+    features : fitted feature map or None
+    X : validated ndarray or CSR matrix
+    chunk_size : int or None
+    """
+    if features is None:
+        yield 0, X.shape[0], X
+        return
+    if not features.has(MapCapability.ROW_INDEPENDENT):
+        yield 0, X.shape[0], features._transform_validated(X)  # must see every row in one call
+        return
+    itemsize = 4 if X.dtype == np.float32 else 8
+    for s, e in row_chunks(X.shape[0], int(features.n_features_out_), itemsize, chunk_size):
+        yield s, e, features._transform_validated(X[s:e])
 
 
 # ------------------------------------------------------------------ the solve
