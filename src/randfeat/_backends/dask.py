@@ -41,8 +41,13 @@ from .tree import to_workers, tree_reduce
 DENSE_SLICE_BYTES = 16 * 2**20
 
 
-def _transform_block(Xb, fmap):
-    return fmap.transform(Xb)
+def _transform_block(Xb, fmap, kind):
+    """The features of one block, of the kind its Dask array declares (its ``meta``)."""
+    Z = fmap.transform(Xb)
+    if sp.issparse(Z) != (kind is OutputKind.CSR):
+        raise TypeError(f"{type(fmap).__name__} returned a {type(Z).__name__} block where its Dask transform "
+                        f"declared {kind.value} blocks; please report this")
+    return Z
 
 
 def _merge(a, b):
@@ -150,9 +155,9 @@ class DaskBackend:
                              f"{fmap.n_features_in_} features as input.")
         D = int(state.n_features_out)
         dtype = float_dtype(X)
-        meta = sp.csr_matrix((0, D), dtype=dtype) if fmap.output_kind is OutputKind.CSR \
-            else np.empty((0, D), dtype=dtype)
-        return X.map_blocks(_transform_block, fmap, dtype=dtype, chunks=(X.chunks[0], (D,)), meta=meta)
+        kind = fmap._output_kind_for(is_sparse(X))
+        meta = sp.csr_matrix((0, D), dtype=dtype) if kind is OutputKind.CSR else np.empty((0, D), dtype=dtype)
+        return X.map_blocks(_transform_block, fmap, kind, dtype=dtype, chunks=(X.chunks[0], (D,)), meta=meta)
 
     # ------------------------------------------------------------------ ridge
     def fit_ridge(self, settings, template, X, y, w, targets):

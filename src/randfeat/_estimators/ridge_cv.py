@@ -110,6 +110,12 @@ class RidgeCVMixin:
                     f"{type(self).__name__}(gammas=...) needs a feature map with a gamma, e.g. "
                     f"features=RandomFourierFeatures(...); got features={self.features!r}."
                 )
+            if not self.features._uses_gamma():
+                raise InvalidParameterError(
+                    f"{type(self).__name__}(gammas=...) needs a feature map whose gamma changes its features, but "
+                    f"{self.features!r} has no kernel width (every gamma would score the same, and the chosen "
+                    f"one would mean nothing): leave gammas=None, or use a kernel with a width (e.g. 'rbf')."
+                )
             if not (isinstance(self.gammas, str) and self.gammas == "auto"):
                 as_positive("gammas", self.gammas)
         if self.cv == "gcv" and self.scoring is not None:

@@ -19,7 +19,7 @@ from sklearn.base import clone
 from sklearn.utils.validation import _check_feature_names_in, check_is_fitted
 
 from .._core.memory import check_memory
-from .._core.protocols import MapCapability
+from .._core.protocols import MapCapability, OutputKind
 from .._core.threads import threads_for
 from .._core.validation import N_JOBS, Interval
 from .._ext import _kernel_approx_fast as _fast
@@ -169,6 +169,11 @@ class AdditiveChi2State(MapState):
         if self.n_features_out % (2 * self.sample_steps - 1):
             raise ValueError("n_features_out must be a multiple of 2 * sample_steps - 1")
 
+    @property
+    def n_features_in(self):
+        """int: the input width, n_features_out / (2 sample_steps − 1)."""
+        return self.n_features_out // (2 * self.sample_steps - 1)
+
 
 class AdditiveChi2Sampler(FeatureMap):
     """Approximate feature map for the additive chi2 kernel (scikit-learn's AdditiveChi2Sampler).
@@ -247,6 +252,10 @@ class AdditiveChi2Sampler(FeatureMap):
         """The map of non-negative X (dense → dense, CSR → CSR)."""
         check_non_negative(X)
         return additive_chi2_features(X, state.sample_steps, state.sample_interval, n_threads)
+
+    def _output_kind_for(self, sparse_input):
+        """CSR for sparse input, dense for dense input."""
+        return OutputKind.CSR if sparse_input else OutputKind.DENSE
 
     def transform(self, X):
         """Apply the approximate feature map to X (fitted or not, as scikit-learn).
