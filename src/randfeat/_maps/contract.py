@@ -27,7 +27,16 @@ and implements:
   ``_fit_rows(state, X, n_threads, return_features)`` in memory, and
   ``_block_vocabulary(state, Xb)``, ``_merge_vocabularies(a, b)``,
   ``_state_with_vocabulary(state, vocabulary, n_threads)`` for a fit from
-  row blocks held elsewhere (Dask).
+  row blocks held elsewhere (Dask);
+* where the defaults do not hold: ``_uses_gamma()`` (False for a map
+  whose ``gamma`` does not change its features) and
+  ``_output_kind_for(sparse_input)`` (a map whose output kind follows its
+  input's).
+
+Its state class overrides ``check`` (shapes, dtypes), ``index_bounds``
+(the range of each integer array: all of them must be declared) and
+``n_features_in``; ``MapState.verify`` runs them at construction and on
+unpickling.
 
 ``FeatureMap`` gives the rest: ``fit``, ``transform`` and ``fit_transform``
 for in-memory and Dask input alike (the backend chosen by
