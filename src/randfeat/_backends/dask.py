@@ -41,9 +41,13 @@ from .tree import to_workers, tree_reduce
 DENSE_SLICE_BYTES = 16 * 2**20
 
 
-def _transform_block(Xb, fmap, state):
-    """One validated block's features (runs on a worker): the map's row kernel, no second validation."""
-    return fmap._transform_rows(state, Xb, fmap._threads())
+def _transform_block(Xb, fmap, state, kind):
+    """One validated block's features (runs on a worker), of the kind its Dask array declares (its ``meta``)."""
+    Z = fmap._transform_rows(state, Xb, fmap._threads())  # the map's row kernel: no second validation
+    if sp.issparse(Z) != (kind is OutputKind.CSR):
+        raise TypeError(f"{type(fmap).__name__} returned a {type(Z).__name__} block where its Dask transform "
+                        f"declared {kind.value} blocks; please report this")
+    return Z
 
 
 def _merge(a, b):
@@ -151,9 +155,9 @@ class DaskBackend:
                              f"{fmap.n_features_in_} features as input.")
         D = int(state.n_features_out)
         dtype = float_dtype(X)
-        meta = sp.csr_matrix((0, D), dtype=dtype) if fmap.output_kind_for(is_sparse(X), state) is OutputKind.CSR \
-            else np.empty((0, D), dtype=dtype)
-        return X.map_blocks(_transform_block, fmap, state, dtype=dtype, chunks=(X.chunks[0], (D,)), meta=meta)
+        kind = fmap.output_kind_for(is_sparse(X), state)
+        meta = sp.csr_matrix((0, D), dtype=dtype) if kind is OutputKind.CSR else np.empty((0, D), dtype=dtype)
+        return X.map_blocks(_transform_block, fmap, state, kind, dtype=dtype, chunks=(X.chunks[0], (D,)), meta=meta)
 
     # ------------------------------------------------------------------ ridge
     def fit_ridge(self, settings, template, X, y, w, targets):

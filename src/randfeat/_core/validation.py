@@ -171,6 +171,62 @@ def check_sparse_structure(X, input_name="X"):
     return X
 
 
+def check_index_bounds(name, arr, low=None, high=None):
+    """ValueError unless every entry of the integer array ``arr`` lies in [low, high).
+
+    For the integer arrays of a fitted state that compiled code (or scipy's
+    unchecked sparse routines) uses as indices: one ``min`` and one ``max``
+    pass, no temporary the size of ``arr``.
+
+    Parameters
+    ----------
+    name : str
+        What ``arr`` is, for the message.
+    arr : ndarray of integers
+    low, high : int or None
+        The half-open range of allowed values; None leaves that side open.
+    """
+    if not (isinstance(arr, np.ndarray) and arr.dtype.kind in "iu"):
+        raise ValueError(f"{name} must be an integer array, got {getattr(arr, 'dtype', type(arr).__name__)}")
+    if arr.size == 0 or (low is None and high is None):
+        return
+    lo, hi = int(arr.min()), int(arr.max())
+    if (low is not None and lo < low) or (high is not None and hi >= high):
+        bad = lo if low is not None and lo < low else hi
+        span = f"[{'-inf' if low is None else low}, {'inf' if high is None else high})"
+        raise ValueError(f"{name} holds {bad}, outside {span}")
+
+
+def check_csr_part(name, M):
+    """ValueError unless ``M`` is a canonical ``csr_matrix`` whose index arrays describe a valid matrix.
+
+    For the sparse parts of a fitted state (landmarks of a sparse fit): the
+    structure check of any sparse input (``check_sparse_structure``), then
+    int32/int64 index arrays of one dtype, exactly ``indptr[-1]`` entries,
+    and sorted, distinct indices in every row (what scipy's canonical flag
+    promises to its own routines).  O(nnz), vectorised.
+
+    Parameters
+    ----------
+    name : str
+    M : object
+    """
+    if not isinstance(M, sp.csr_matrix):
+        raise ValueError(f"{name} must be a scipy.sparse.csr_matrix, got {type(M).__name__}")
+    check_sparse_structure(M, name)
+    nnz = int(M.indptr[-1])
+    if not (M.indices.dtype == M.indptr.dtype and M.indices.dtype in (np.int32, np.int64)):
+        raise ValueError(f"{name}'s indices and indptr must both be int32 or both int64")
+    if not (M.indices.shape == (nnz,) and M.data.shape == (nnz,)):
+        raise ValueError(f"{name} must hold exactly indptr[-1] = {nnz} indices and values")
+    if nnz > 1:
+        steps = np.diff(M.indices) > 0
+        row_starts = M.indptr[1:-1]
+        steps[row_starts[(row_starts > 0) & (row_starts < nnz)] - 1] = True
+        if not steps.all():
+            raise ValueError(f"{name}'s column indices must be sorted and distinct within each row")
+
+
 def canonical_csr(X):
     """Return a CSR ``X`` (checked, any index dtype) as a canonical ``csr_matrix``.
 

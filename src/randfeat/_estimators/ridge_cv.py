@@ -111,8 +111,9 @@ class RidgeCVMixin:
             if fmap is None or not fmap.has(MapCapability.KERNEL_WIDTH):
                 raise InvalidParameterError(
                     f"{type(self).__name__}(gammas=...) needs a feature map with a kernel width gamma "
-                    f"(MapCapability.KERNEL_WIDTH), e.g. features=RandomFourierFeatures(...); "
-                    f"got features={self.features!r}."
+                    f"(MapCapability.KERNEL_WIDTH), but features={self.features!r} has no kernel width (every "
+                    f"gamma would score the same, and the chosen one would mean nothing): leave gammas=None, or "
+                    f"use a map whose kernel has a width, e.g. RandomFourierFeatures(...) or Nystroem('rbf')."
                 )
             if not (isinstance(self.gammas, str) and self.gammas == "auto"):
                 as_positive("gammas", self.gammas)

@@ -169,6 +169,11 @@ class AdditiveChi2State(MapState):
         if self.n_features_out % (2 * self.sample_steps - 1):
             raise ValueError("n_features_out must be a multiple of 2 * sample_steps - 1")
 
+    @property
+    def n_features_in(self):
+        """int: the input width, n_features_out / (2 sample_steps − 1)."""
+        return self.n_features_out // (2 * self.sample_steps - 1)
+
 
 class AdditiveChi2Sampler(FeatureMap):
     """Approximate feature map for the additive chi2 kernel (scikit-learn's AdditiveChi2Sampler).

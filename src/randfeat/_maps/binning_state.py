@@ -65,6 +65,21 @@ class BinningState(MapState):
         if self.vocabulary is not None:
             _check_vocabulary(self.vocabulary, P, self.n_features_out)
 
+    def index_bounds(self):
+        """The vocabulary's integer arrays and their ranges (the bin hashes are keys: any value)."""
+        if self.vocabulary is None:
+            return ()
+        keys, koff, dirs, doff, bits = self.vocabulary
+        D = self.n_features_out
+        return (("bin_hashes_", keys, None, None), ("grid_offsets_", koff, 0, D + 1),
+                ("the lookup directory", dirs, 0, D + 1), ("its offsets", doff, 0, dirs.shape[0] + 1),
+                ("its bit counts", bits, 0, 63))
+
+    @property
+    def n_features_in(self):
+        """int: the grids' number of input features."""
+        return int(self.pitches.shape[1])
+
 
 def _check_vocabulary(vocabulary, P, D):
     """ValueError unless (keys, key_offsets, directory, dir_offsets, dir_bits) can be looked up safely."""

@@ -27,7 +27,12 @@ and implements:
   ``_fit_rows(state, X, n_threads, return_features)`` in memory, and
   ``_block_vocabulary(state, Xb)``, ``_merge_vocabularies(a, b)``,
   ``_state_with_vocabulary(state, vocabulary, n_threads)`` for a fit from
-  row blocks held elsewhere (Dask).
+  row blocks held elsewhere (Dask);
+
+Its state class overrides ``check`` (shapes, dtypes), ``index_bounds``
+(the range of each integer array: all of them must be declared) and
+``n_features_in``; ``MapState.verify`` runs them at construction and on
+unpickling.
 
 ``FeatureMap`` gives the rest: ``fit``, ``transform`` and ``fit_transform``
 for in-memory and Dask input alike (the backend chosen by
@@ -43,6 +48,7 @@ import dataclasses
 import inspect
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin, clone
 from sklearn.utils.validation import check_is_fitted
 
@@ -51,17 +57,28 @@ from .._core.input_stats import MemorySummary
 from .._core.params import ValidatedParamsMixin, fit_context
 from .._core.protocols import MapCapability, OutputKind
 from .._core.threads import effective_n_threads
+from .._core.validation import check_csr_part, check_index_bounds
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class MapState:
     """The fitted parameters of a feature map, one immutable object (subclass it as a frozen dataclass).
 
-    ``check`` runs at construction and when a pickled map is loaded: it
-    must raise ``ValueError`` for any state the map's compiled code could
-    not read safely (shapes, dtypes, index bounds), cheaply (no pass over
-    anything of the size of the data).  The state's arrays are then made
-    read-only, so what was checked is what the kernels read.
+    ``verify`` runs at construction and when a pickled map is loaded, and
+    raises ``ValueError`` for any state the map's compiled code (or scipy's
+    unchecked sparse routines) could not read safely, cheaply (O(size of the
+    state), vectorised; no pass over anything of the size of the data):
+
+    * ``check`` — shapes, dtypes and consistency, written per state class;
+    * every integer array anywhere in the state (fields, tuples, nested
+      dataclasses) must be declared by ``index_bounds`` with the range its
+      entries must lie in, and is checked against it: a state class that
+      adds an integer array without declaring it fails at construction;
+    * every sparse part must be a canonical CSR matrix with valid index
+      arrays (``check_csr_part``).
+
+    The state's arrays (a sparse part's data and index arrays too) are then
+    made read-only, so what was checked is what the kernels read.
 
     Attributes
     ----------
@@ -72,7 +89,7 @@ class MapState:
     n_features_out: int
 
     def __post_init__(self):
-        self.check()
+        self.verify()
         self.freeze()
 
     def check(self):
@@ -80,13 +97,71 @@ class MapState:
         if not (isinstance(self.n_features_out, int) and self.n_features_out >= 0):
             raise ValueError(f"n_features_out must be a non-negative int, got {self.n_features_out!r}")
 
+    def index_bounds(self):
+        """The integer arrays of the state and their ranges (subclasses with integer arrays override it).
+
+        Returns
+        -------
+        bounds : iterable of (name, array, low, high)
+            Every integer ndarray of the state (``state_arrays``) with the
+            half-open range [low, high) of its entries, None for an open side
+            (e.g. hash keys, which any value may take).  Called after
+            ``check``, so shapes and dtypes may be relied on.
+        """
+        return ()
+
+    @property
+    def n_features_in(self):
+        """int or None: the input width the state was fitted for (None: the state does not fix it)."""
+        return None
+
+    def verify(self):
+        """Raise ValueError unless the whole state is safe to hand to the kernels (see the class docstring)."""
+        self.check()
+        bounds = list(self.index_bounds())
+        declared = {id(arr) for _, arr, _, _ in bounds}
+        for name, value in state_arrays(self):
+            if sp.issparse(value):
+                check_csr_part(name, value)
+            elif value.dtype.kind in "iu" and id(value) not in declared:
+                raise TypeError(f"{type(self).__name__}.{name} is an integer array its index_bounds does not "
+                                f"declare: every integer array of a fitted state needs its bounds checked")
+        for name, arr, low, high in bounds:
+            check_index_bounds(name, arr, low, high)
+
     def freeze(self):
-        """Make every array of the state read-only (arrays directly in a field or in a tuple field)."""
-        for field in dataclasses.fields(self):
-            value = vars(self)[field.name]
-            for a in value if isinstance(value, tuple) else (value,):
-                if isinstance(a, np.ndarray):
-                    a.setflags(write=False)
+        """Make every array of the state read-only (a sparse part's data and index arrays included)."""
+        for _, value in state_arrays(self):
+            for a in (value.data, value.indices, value.indptr) if sp.issparse(value) else (value,):
+                a.setflags(write=False)
+
+
+def state_arrays(obj, prefix=""):
+    """Yield (name, array) for every ndarray and sparse matrix of a state, however deeply held.
+
+    Walks a dataclass's fields, the elements of tuples and lists, and nested
+    dataclasses (a structured map's draw); dicts and other objects (a
+    callable kernel's parameters) are not entered.
+
+    Parameters
+    ----------
+    obj : MapState or any field value
+    prefix : str
+        The name of ``obj`` (empty for the state itself).
+
+    Yields
+    ------
+    name : str
+    array : ndarray or scipy sparse matrix
+    """
+    if isinstance(obj, np.ndarray) or sp.issparse(obj):
+        yield prefix, obj
+    elif isinstance(obj, (tuple, list)):
+        for i, item in enumerate(obj):
+            yield from state_arrays(item, f"{prefix}[{i}]")
+    elif dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        for field in dataclasses.fields(obj):
+            yield from state_arrays(vars(obj)[field.name], f"{prefix}.{field.name}" if prefix else field.name)
 
 
 class FeatureMap(ClassNamePrefixFeaturesOutMixin, ValidatedParamsMixin, TransformerMixin, BaseEstimator):
@@ -341,7 +416,13 @@ class FeatureMap(ClassNamePrefixFeaturesOutMixin, ValidatedParamsMixin, Transfor
         fitted = vars(self).get("_state")
         if fitted is not None:
             try:
-                fitted.check()  # the unpickled arrays are what compiled code will read
+                if not isinstance(fitted, MapState):
+                    raise TypeError(f"the fitted state is a {type(fitted).__name__}, not a MapState")
+                fitted.verify()  # the unpickled arrays are what compiled code will read
+                n_in, expected = vars(self).get("n_features_in_"), fitted.n_features_in
+                if expected is not None and n_in != expected:
+                    raise ValueError(f"n_features_in_={n_in!r}, but the fitted parameters are for {expected} "
+                                     f"input features")
             except (ValueError, TypeError, IndexError) as exc:
                 raise ValueError(f"this pickled {type(self).__name__} holds an inconsistent fitted state ({exc}); "
                                  f"it was altered or damaged: fit the map again") from None

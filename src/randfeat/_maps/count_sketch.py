@@ -206,6 +206,15 @@ class CountSketchState(MapState):
         if not (np.isfinite(self.gamma) and self.gamma >= 0 and np.isfinite(self.coef0) and self.coef0 >= 0):
             raise ValueError("gamma and coef0 must be finite and non-negative")
 
+    def index_bounds(self):
+        """indexHash_ in [0, D) (output columns), bitHash_ in [-1, 1] (signs; ``check`` refuses 0)."""
+        return (("indexHash_", self.index_hash, 0, self.n_features_out), ("bitHash_", self.bit_hash, -1, 2))
+
+    @property
+    def n_features_in(self):
+        """int: the hashed input columns (without coef0's extra column)."""
+        return int(self.index_hash.shape[1]) - (1 if self.coef0 != 0 else 0)
+
 
 class PolynomialCountSketch(FeatureMap):
     """Polynomial kernel approximation via Tensor Sketch (scikit-learn's PolynomialCountSketch).

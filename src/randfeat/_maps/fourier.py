@@ -115,6 +115,11 @@ class FourierState(MapState):
                                   and np.isfinite(w).all() and (w > 0).all()):
             raise ValueError(f"importance_weights_ must be None or {n_freq} positive finite float64 weights")
 
+    @property
+    def n_features_in(self):
+        """int: the frequencies' number of input features."""
+        return int(self.W.shape[0])
+
 
 class RandomFourierFeatures(FeatureMap):
     """Random Fourier features of a shift-invariant kernel (Rahimi & Recht, 2007).

@@ -29,7 +29,7 @@ from sklearn.utils._param_validation import InvalidParameterError, StrOptions
 from .._core.memory import check_memory
 from .._core.protocols import MapCapability, OutputKind
 from .._core.threads import single_threaded_blas
-from .._core.validation import N_JOBS, Interval
+from .._core.validation import N_JOBS, Interval, canonical_csr, check_sparse_structure
 from .._ext._kernel_approx_fast import pack_panels, product_panel_width
 from .contract import FeatureMap, MapState
 from .gamma import median_heuristic_gamma
@@ -155,8 +155,20 @@ class NystroemState(MapState):
         idx = self.component_indices
         if idx is not None and not (isinstance(idx, np.ndarray) and idx.shape == (m,) and idx.dtype == np.int64):
             raise ValueError(f"component_indices_ must be an int64 array of {m} indices")
-        if self.kernel.name == "precomputed" and (idx is None or (m and idx.min() < 0)):
-            raise ValueError("a precomputed kernel needs the landmarks' non-negative indices")
+        if self.kernel.name == "precomputed" and idx is None:
+            raise ValueError("a precomputed kernel needs the landmarks' indices")
+
+    def index_bounds(self):
+        """component_indices_: rows of the training set, for a precomputed kernel columns of its transform input."""
+        if self.component_indices is None:
+            return ()
+        high = self.components.shape[1] if self.kernel.name == "precomputed" else None
+        return (("component_indices_", self.component_indices, 0, high),)
+
+    @property
+    def n_features_in(self):
+        """int: the landmarks' width (a precomputed kernel's: the training samples)."""
+        return int(self.components.shape[1])
 
 
 class Nystroem(FeatureMap):
@@ -318,10 +330,14 @@ class Nystroem(FeatureMap):
             idx = choose_landmarks(summary, self.n_components, self.random_state, kernel, self.landmarks,
                                    regularization=self.leverage_regularization, n_threads=self._threads())
             return summary.rows(idx), idx
-        L = check_array(self.landmarks, accept_sparse="csr", dtype=summary.dtype, input_name="landmarks")
+        L = self.landmarks
+        if sp.issparse(L):  # as any sparse input: its index arrays checked before anything reads them
+            L = check_sparse_structure(L, "landmarks")
+        # A copy: the state's arrays are made read-only, and the user's array must stay as it was.
+        L = check_array(L, accept_sparse="csr", dtype=summary.dtype, input_name="landmarks", copy=True)
         if L.shape[1] != summary.n_features:
             raise ValueError(f"landmarks has {L.shape[1]} features, but X has {summary.n_features}")
-        return (sp.csr_matrix(L) if sp.issparse(L) else L), None
+        return (canonical_csr(L) if sp.issparse(L) else L), None
 
     def _draw(self, summary):
         """Landmarks, then K(L, L) and its inverse square root."""
@@ -347,6 +363,10 @@ class Nystroem(FeatureMap):
         """
         kernel = resolve_kernel(self.kernel, self.gamma, self.coef0, self.degree, self.kernel_params,
                                 summary.n_features)
+        if kernel.name == "precomputed" and summary.n_samples != summary.n_features:
+            raise ValueError(f"kernel='precomputed' needs the square kernel matrix of the training samples, got "
+                             f"shape ({summary.n_samples}, {summary.n_features}); transform then takes the "
+                             f"kernel between new and training samples, of shape (n_new, {summary.n_samples})")
         per_gamma = isinstance(self.landmarks, str) and self.landmarks == "leverage"
         if not per_gamma:
             L, idx = self._landmarks(summary, kernel)
@@ -359,6 +379,8 @@ class Nystroem(FeatureMap):
         return states
 
     def _make_state(self, kernel, L, idx, dtype):
+        if sp.issparse(L):
+            L = canonical_csr(L)  # one index dtype, sorted rows: the form the state check accepts
         if kernel.name == "precomputed":
             K_mm = L[:, idx]
             K_mm = K_mm.toarray() if sp.issparse(K_mm) else np.asarray(K_mm)

@@ -127,6 +127,11 @@ class RBFSamplerState(MapState):
         if W.shape[1] != D or not (isinstance(b, np.ndarray) and b.shape == (D,) and b.dtype == W.dtype):
             raise ValueError(f"random_weights_ and random_offset_ must have {D} columns / phases in {W.dtype}")
 
+    @property
+    def n_features_in(self):
+        """int: the frequencies' number of input features."""
+        return int(self.W.shape[0])
+
 
 class RBFSampler(FeatureMap):
     """Approximate an RBF kernel feature map using random Fourier features (scikit-learn's RBFSampler).

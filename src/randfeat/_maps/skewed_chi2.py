@@ -64,9 +64,10 @@ def check_above_minus_skewedness(X, skewedness):
 def skewed_chi2_features(X, W, offset, skewedness, n_threads):
     """√(2/D) · cos(log(X + c)·W + b) in X's dtype.
 
-    A CSR X (then c > 0, else its implicit zeros are refused) stays sparse:
-    log(x + c) = log c + (log(x + c) − log c), the first term folded into
-    the phases (b + log c · Σₖ Wₖ), the second stored where x is.
+    A CSR X stays sparse when c > 0: log(x + c) = log c + (log(x + c) − log c),
+    the first term folded into the phases (b + log c · Σₖ Wₖ), the second
+    stored where x is.  With c ≤ 0 a CSR (accepted only when it stores every
+    entry: its implicit zeros are refused) takes the dense path.
 
     Parameters
     ----------
@@ -81,6 +82,10 @@ def skewed_chi2_features(X, W, offset, skewedness, n_threads):
     Z : ndarray of shape (n_samples, n_components), X's dtype, C order
     """
     c = float(skewedness)
+    if sp.issparse(X) and c <= 0:
+        # log c is undefined: the shift cannot be folded into the phases.  A CSR is accepted with c <= 0 only
+        # when it stores every entry (its implicit zeros would be <= -c), so the dense copy costs what it holds.
+        X = X.toarray()
     if sp.issparse(X):
         log_c = np.log(c)
         data = (np.log(X.data.astype(np.float64) + c) - log_c).astype(X.dtype)
@@ -118,6 +123,11 @@ class SkewedChi2State(MapState):
             raise ValueError("random_weights_ must be a 2-D float32 or float64 array")
         if W.shape[1] != D or not (isinstance(b, np.ndarray) and b.shape == (D,) and b.dtype == W.dtype):
             raise ValueError(f"random_weights_ and random_offset_ must have {D} columns / phases in {W.dtype}")
+
+    @property
+    def n_features_in(self):
+        """int: the frequencies' number of input features."""
+        return int(self.W.shape[0])
 
 
 class SkewedChi2Sampler(FeatureMap):

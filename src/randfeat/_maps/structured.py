@@ -395,8 +395,6 @@ class StructuredState(MapState):
         if draw.sampling == "fastfood":
             _check_array(draw.perm, np.int32, (size // n, n), "perm")
             _check_array(draw.gauss, np.float64, (size,), "gauss")
-            if draw.perm.size and (draw.perm.min() < 0 or draw.perm.max() >= n):
-                raise ValueError("the structured draw's permutations leave their blocks")
         n_phases = n_freq if not self.cossin else (1 if D % 2 else 0)
         if n_phases == 0 and self.b is not None:
             raise ValueError("random_offset_ must be None for an even cossin map")
@@ -404,12 +402,17 @@ class StructuredState(MapState):
                              and self.b.dtype in (np.float32, np.float64)):
             raise ValueError(f"random_offset_ must be an array of {n_phases} phases")
 
-    def freeze(self):
-        """Make the state's arrays read-only, the draw's included (what was checked is what the kernel reads)."""
-        super().freeze()
-        for a in (self.draw.signs, self.draw.perm, self.draw.gauss, self.draw.radial):
-            if isinstance(a, np.ndarray):
-                a.setflags(write=False)
+    def index_bounds(self):
+        """The draw's signs in [-1, 1] (a diagonal of ±1; 0 would only zero a row), permutations within their blocks."""
+        bounds = [("the structured draw's signs", self.draw.signs, -1, 2)]
+        if self.draw.perm is not None:
+            bounds.append(("the structured draw's permutations", self.draw.perm, 0, self.draw.block_size))
+        return bounds
+
+    @property
+    def n_features_in(self):
+        """int: the draw's number of input features."""
+        return int(self.draw.n_features)
 
     def features(self, X, n_threads):
         """The features of validated X (the kernel's layout of the draw kept per dtype, not pickled)."""

@@ -22,7 +22,7 @@ from numbers import Integral
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import clone
-from sklearn.utils._param_validation import HasMethods, StrOptions
+from sklearn.utils._param_validation import HasMethods
 
 from .._core.protocols import MapCapability, OutputKind
 from .._core.validation import Interval, as_generator
