@@ -124,12 +124,12 @@ def run_in_memory(X, y, D):
 
 def block_cost(X, y, D, chunk_rows):
     """Seconds for one block's statistics, the merge of two, and the client's solve (the cost model's terms)."""
-    from randfeat._solvers import plan
+    from randfeat._solvers import pipeline
     from randfeat._solvers.stats import RidgeStatistics
 
     features = _estimator(D, n_jobs=1).features.fit(X[:chunk_rows])
     t0 = time.perf_counter()
-    s = plan.block_statistics(features, X[:chunk_rows], y[:chunk_rows, None], None, True, 1)
+    s = pipeline.block_statistics(features, X[:chunk_rows], y[:chunk_rows, None], None, True, 1)
     t_block = time.perf_counter() - t0
     t0 = time.perf_counter()
     m = s.merge(s)

@@ -300,7 +300,7 @@ def test_ridge_cg_dense_and_wide(sync, monkeypatch):
     ref = Ridge(solver="cg", tol=1e-12).fit(X, y, sample_weight=w)
     est = Ridge(solver="cg", tol=1e-12).fit(Xd, da.from_array(y, chunks=(CHUNKS[0],)), sample_weight=w)
     _close(est.coef_, ref.coef_, rtol=1e-10)
-    from randfeat._solvers import plan
+    from randfeat._solvers import pipeline
 
     monkeypatch.setattr(plan, "CHOLESKY_MAX_FEATURES", 30)
     est = Ridge(features=RandomFourierFeatures(40, gamma=1.0, random_state=0), tol=1e-12).fit(Xd, y)

@@ -192,7 +192,7 @@ def test_requests_that_cannot_fit_raise_memoryerror_first():
 
 
 def test_memory_check_reads_a_limit():
-    from randfeat._core.memory import available_memory, check_memory, format_bytes
+    from randfeat._core.memory_budget import available_memory, check_memory, format_bytes
 
     avail, source = available_memory()
     if sys.platform.startswith("linux"):

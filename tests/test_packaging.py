@@ -25,7 +25,7 @@ import pytest
 
 import randfeat
 from randfeat._core.config import _VECTOR_PATH_MODULES
-from randfeat._core.dispatch import VECTOR_ISAS
+from randfeat._core.vector_isa import VECTOR_ISAS
 from randfeat._ext._openmp import openmp_enabled
 from _subprocess_env import subprocess_env
 

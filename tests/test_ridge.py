@@ -11,7 +11,7 @@ from sklearn.kernel_ridge import KernelRidge
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-import randfeat._solvers.plan as plan_mod
+import randfeat._solvers.pipeline as plan_mod
 import randfeat._core.threads as threads_mod
 from randfeat import RandomBinningFeatures, RandomFourierFeatures, Ridge, RidgeClassifier
 from randfeat._linalg.csr import SparseProducts

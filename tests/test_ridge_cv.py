@@ -353,11 +353,11 @@ def test_joint_gamma_pass_equals_one_pass_per_gamma(cv, scoring, store, chunk_si
     X, Y, w = make_data(90, 4, 2, seed=5, offset=0.0)
     kw = dict(features=RandomFourierFeatures(31, random_state=2), gammas=[0.05, 0.5, 5.0], cv=cv,
               scoring=scoring, store_cv_results=store, chunk_size=chunk_size, alpha_per_target=True)
-    from randfeat._solvers import plan, selection
+    from randfeat._solvers import pipeline, selection
 
     passes = []
-    original = plan.FeatureSource.chunks
-    monkeypatch.setattr(plan.FeatureSource, "chunks", lambda self, size=None: passes.append(1) or original(self, size))
+    original = pipeline.FeatureSource.chunks
+    monkeypatch.setattr(pipeline.FeatureSource, "chunks", lambda self, size=None: passes.append(1) or original(self, size))
     joint = RidgeCV(ALPHAS, **kw).fit(X, Y, sample_weight=w)
     assert len(passes) == (1 if cv == "gcv" else 2)  # not per gamma
     monkeypatch.setattr(selection, "_joint_pass_fits", lambda settings, maps, X: False)

@@ -9,7 +9,7 @@ from ._core.openmp_env import apply_defaults
 
 apply_defaults()  # before any compiled module loads the OpenMP runtime
 
-from ._core.dispatch import check_vector_isa_env  # noqa: E402
+from ._core.vector_isa import check_vector_isa_env  # noqa: E402
 
 check_vector_isa_env()
 

@@ -20,7 +20,7 @@ by its owner), and the Dask backend is imported only when one is seen.
 
 from .._core.execution import register_backend_chooser
 from .dask_input import is_dask_array
-from .memory import IN_MEMORY
+from .in_memory import IN_MEMORY
 
 
 def for_input(X):

@@ -11,7 +11,7 @@
   bit for bit.
 * Ridge by Cholesky: each row block (X, y, weights) becomes its
   ``RidgeStatistics`` on a worker (features made there, chunk by chunk,
-  never leaving it — ``plan.block_statistics``, the in-memory pipeline's
+  never leaving it — ``pipeline.block_statistics``, the in-memory pipeline's
   own), merged by the reduction tree in block order (exact in any grouping,
   Chan–Golub–LeVeque); the D × D solve runs on the client.  Only
   O(D² + D·K) per block crosses the network.
@@ -31,7 +31,7 @@ from sklearn.base import clone
 from .._core.protocols import MapCapability, OutputKind
 from .._core.threads import effective_n_threads
 from .._core.validation import check_sample_weight, validate_X
-from .._solvers import plan
+from .._solvers import pipeline
 from .._solvers.stats import RidgeStatistics
 from .dask_cg import fit_ridge_cg
 from .dask_input import DaskSummary, aligned, float_dtype, fresh, header, is_sparse, row_blocks
@@ -83,7 +83,7 @@ def _block_statistics(settings, features, Xb, yb, wb, targets, D, K, dtype):
             stats.n_samples = Xb.shape[0]
             return stats
         wb = check_sample_weight(wb, Xb)
-    return plan.block_statistics(features, Xb, Yb, wb, settings.fit_intercept,
+    return pipeline.block_statistics(features, Xb, Yb, wb, settings.fit_intercept,
                                  effective_n_threads(settings.n_jobs), settings.chunk_size)
 
 
@@ -169,13 +169,13 @@ class DaskBackend:
         D = X.shape[1] if features is None else int(features.n_features_out_)
         sparse = is_sparse(X) or (
             features is not None and features.output_kind_for(is_sparse(X)) is OutputKind.CSR)
-        if plan.choose_solver(settings.solver, sparse, D) == "cg":
+        if pipeline.choose_solver(settings.solver, sparse, D) == "cg":
             return fit_ridge_cg(settings, X, y, w, features, targets, D)
         stats = self.ridge_statistics(settings, features, X, y, w, targets, D)
         if stats.weight_sum <= 0:
             raise ValueError("sample_weight is zero for every sample, so no sample counts in the fit; "
                              "give at least one sample a positive weight")
-        return plan.cholesky_result(stats.solve(float(settings.alpha), overwrite=True, owner=settings.owner), features)
+        return pipeline.cholesky_result(stats.solve(float(settings.alpha), overwrite=True, owner=settings.owner), features)
 
     def ridge_statistics(self, settings, features, X, y, w, targets, D):
         """The ``RidgeStatistics`` of all the rows: one per block on the workers, merged in block order."""

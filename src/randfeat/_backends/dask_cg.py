@@ -29,7 +29,7 @@ import warnings
 
 import numpy as np
 
-from .._solvers import plan
+from .._solvers import pipeline
 from .._solvers.cg_path import CGResult
 from .dask_blocks import BlockStore, LostBlocks, loss, make_block, solve_blocks
 from .dask_input import fresh
@@ -69,7 +69,7 @@ def fit_ridge_cg(settings, X, y, w, features, targets, D):
     client = current_client()
     if client is None:
         result, dtype = _solve_here(settings, X, y, w, features, targets, D)
-        return plan.cg_result(result, features, dtype, settings.owner)
+        return pipeline.cg_result(result, features, dtype, settings.owner)
     try:
         result, dtype = _solve_on_cluster(client, settings, X, y, w, features, targets, D)
     except Exception as first:
@@ -84,7 +84,7 @@ def fit_ridge_cg(settings, X, y, w, features, targets, D):
                 raise
             raise RuntimeError(LOST_TWICE.format(owner=settings.owner, first=_describe(first),
                                                  second=_describe(second))) from second
-    return plan.cg_result(result, features, dtype, settings.owner)
+    return pipeline.cg_result(result, features, dtype, settings.owner)
 
 
 def _block_tasks(settings, X, y, w, features, targets):

@@ -35,7 +35,7 @@ def backend_for(X):
     Returns
     -------
     backend : object
-        ``randfeat._backends.memory.InMemoryBackend`` or the Dask backend.
+        ``randfeat._backends.in_memory.InMemoryBackend`` or the Dask backend.
     """
     if _chooser is None:
         raise RuntimeError("no execution backend is registered: import randfeat (not only its submodules) first")

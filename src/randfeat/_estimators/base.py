@@ -10,14 +10,14 @@ from sklearn.utils._param_validation import HasMethods, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from .._backends import for_input
-from .._backends.memory import IN_MEMORY
+from .._backends.in_memory import IN_MEMORY
 from .._core.params import ValidatedParamsMixin
 from .._core.threads import effective_n_threads
 from .._core.validation import N_JOBS, Interval, validate_X
 from .._maps.contract import FeatureMap
 from .._maps.transformer import as_feature_map
-from .._solvers.nystrom import DEFAULT_MEMORY_BUDGET
-from .._solvers.plan import SOLVERS, RidgeSettings
+from .._solvers.nystrom_preconditioner import DEFAULT_MEMORY_BUDGET
+from .._solvers.pipeline import SOLVERS, RidgeSettings
 from .._solvers.precond import PRECONDITIONERS
 
 

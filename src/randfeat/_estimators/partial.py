@@ -1,6 +1,6 @@
 """Exact incremental fitting: ``partial_fit`` of Ridge and RidgeClassifier by merged sufficient statistics.
 
-Each call merges the block's ``RidgeStatistics`` (``plan.block_statistics``,
+Each call merges the block's ``RidgeStatistics`` (``pipeline.block_statistics``,
 the same accumulate loop as ``fit``) into the estimator's and re-solves, so
 after any sequence of blocks the model is the one ``fit`` gives on their
 concatenation.
@@ -16,7 +16,7 @@ from .._core.threads import effective_n_threads
 from .._core.params import transaction
 from .._core.validation import check_sample_weight, validate_X, validate_X_y
 from .._maps.transformer import as_feature_map
-from .._backends.memory import IN_MEMORY
+from .._backends.in_memory import IN_MEMORY
 
 _BINNING_PARTIAL_FIT = (
     "{name}.partial_fit does not support sparse feature maps such as {features}: their "

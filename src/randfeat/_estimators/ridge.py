@@ -1,7 +1,7 @@
 """Ridge: ridge regression on (random) features, solved by Cholesky or conjugate gradient.
 
 The estimator holds the parameters, encodes the targets (``targets.py``),
-makes one call into the fit pipeline (``randfeat._solvers.plan``, run by
+makes one call into the fit pipeline (``randfeat._solvers.pipeline``, run by
 the backend ``randfeat._backends.for_input(X)`` picks: in memory or on
 Dask workers) and stores the result (``base.py``).
 """
@@ -13,7 +13,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from .._backends import for_input
-from .._backends.memory import IN_MEMORY
+from .._backends.in_memory import IN_MEMORY
 from .._core.params import fit_context
 from .base import BaseRidge
 from .partial import PartialFitMixin, partial_fit_works

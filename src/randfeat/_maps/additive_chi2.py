@@ -18,7 +18,7 @@ import scipy.sparse as sp
 from sklearn.base import clone
 from sklearn.utils.validation import _check_feature_names_in, check_is_fitted
 
-from .._core.memory import check_memory
+from .._core.memory_budget import check_memory
 from .._core.protocols import MapCapability, OutputKind
 from .._core.threads import threads_for
 from .._core.validation import N_JOBS, Interval

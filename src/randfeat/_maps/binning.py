@@ -16,7 +16,7 @@ import scipy.sparse as sp
 from sklearn.utils._param_validation import InvalidParameterError, StrOptions
 from sklearn.utils.validation import check_array
 
-from .._core.memory import check_memory
+from .._core.memory_budget import check_memory
 from .._core.protocols import MapCapability, OutputKind
 from .._core.validation import N_JOBS, Interval, as_generator
 from .._ext import _binning_fast

@@ -25,7 +25,7 @@ import numpy as np
 import scipy.fft
 import scipy.sparse as sp
 
-from .._core.memory import check_memory
+from .._core.memory_budget import check_memory
 from .._core.protocols import MapCapability, OutputKind
 from .._core.threads import threads_for
 from .._core.validation import N_JOBS, Interval

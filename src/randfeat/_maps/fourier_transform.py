@@ -9,7 +9,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._ext import _fourier_fast
-from .._core.memory import check_memory
+from .._core.memory_budget import check_memory
 from .._core.threads import single_threaded_blas, threads_for
 from .._linalg.dense import gemm_ready
 

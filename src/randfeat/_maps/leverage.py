@@ -58,7 +58,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from .._core.memory import check_memory
+from .._core.memory_budget import check_memory
 from .._core.threads import single_threaded_blas
 from .fourier_transform import fourier_features
 from .kernels import UnitFrequencies, scale_frequencies

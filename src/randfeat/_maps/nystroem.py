@@ -26,7 +26,7 @@ import scipy.sparse as sp
 from sklearn.utils import check_array
 from sklearn.utils._param_validation import InvalidParameterError, StrOptions
 
-from .._core.memory import check_memory
+from .._core.memory_budget import check_memory
 from .._core.protocols import MapCapability, OutputKind
 from .._core.threads import single_threaded_blas
 from .._core.validation import N_JOBS, Interval, canonical_csr, check_sparse_structure

@@ -26,7 +26,7 @@ import numpy as np
 from scipy.stats import qmc
 
 from .kernels import UnitFrequencies, scale_frequencies
-from .._core.memory import check_memory
+from .._core.memory_budget import check_memory
 
 SAMPLINGS = ("iid", "orthogonal", "qmc")
 

@@ -56,7 +56,7 @@ from typing import Optional
 import numpy as np
 import scipy.sparse as sp
 
-from .._core.memory import check_memory
+from .._core.memory_budget import check_memory
 from .._core.threads import threads_for
 from .._ext import _structured_fast
 from .contract import MapState

@@ -18,7 +18,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from .cg import _colwise_dot, block_cg, default_max_iter
 from .normal import DualNormalOperator, NormalOperator
-from .nystrom import DEFAULT_MEMORY_BUDGET
+from .nystrom_preconditioner import DEFAULT_MEMORY_BUDGET
 from .precond import Preconditioner, make_preconditioner, wants_nystrom
 
 

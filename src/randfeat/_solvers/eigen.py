@@ -17,7 +17,7 @@ import scipy.sparse as sp
 
 from .._core.threads import single_threaded_blas
 from .cholesky import _check_scale, check_statistics
-from .plan import accumulate
+from .pipeline import accumulate
 
 
 class Decomposition:
@@ -86,7 +86,7 @@ class Decomposition:
 
 
 def gram_decomposition(blocks, Y, w, n_features, fit_intercept, n_threads, owner="RidgeCV"):
-    """The gram-path decomposition of the rows ``blocks`` gives (``plan.FeatureSource.dense_blocks``)."""
+    """The gram-path decomposition of the rows ``blocks`` gives (``pipeline.FeatureSource.dense_blocks``)."""
     return eigen_of(accumulate(blocks, Y, w, n_features, fit_intercept, n_threads)[0][0], owner)
 
 

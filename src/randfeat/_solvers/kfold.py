@@ -15,12 +15,12 @@ import time
 import numpy as np
 from sklearn.model_selection import check_cv
 
-from .._core.memory import available_memory
+from .._core.memory_budget import available_memory
 from .._linalg.products import make_products
 from .._linalg.rowmerge import merged_problem
 from .cg_path import cg_ridge_path
 from .eigen import eigen_of, gram_decomposition
-from .plan import accumulate, check_finite
+from .pipeline import accumulate, check_finite
 
 #: Relative residual at which the k-fold path's CG fits stop (``Ridge``'s default tol).
 CV_TOL = 1e-6

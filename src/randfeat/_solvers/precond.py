@@ -48,7 +48,7 @@ import scipy.linalg
 
 from .._linalg.csr import mirror_triangle
 from .._linalg.operator import Capability, MatrixKind
-from .nystrom import DEFAULT_MEMORY_BUDGET, build_nystrom
+from .nystrom_preconditioner import DEFAULT_MEMORY_BUDGET, build_nystrom
 from .._core.threads import single_threaded_blas
 
 #: A column is "heavy" when Jacobi leaves its difference directions at an

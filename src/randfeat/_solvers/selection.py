@@ -23,13 +23,13 @@ import scipy.sparse as sp
 from sklearn.base import clone
 from sklearn.utils._param_validation import InvalidParameterError
 
-from .._core.memory import available_memory
+from .._core.memory_budget import available_memory
 from .._core.protocols import OutputKind
 from .._core.threads import effective_n_threads
 from .eigen import eigen_of, gram_decomposition, kernel_decomposition
 from .kfold import kfold_predictions, kfold_refit
 from .loo import LooScores, loo_block, loo_residuals
-from .plan import CHOLESKY_MAX_FEATURES, DEFAULT_CHUNK_BYTES, FeatureSource, accumulate
+from .pipeline import CHOLESKY_MAX_FEATURES, DEFAULT_CHUNK_BYTES, FeatureSource, accumulate
 
 #: ``gammas="auto"``: the median heuristic's gamma times these factors.
 AUTO_GAMMA_FACTORS = (0.1, 0.3, 1.0, 3.0, 10.0)

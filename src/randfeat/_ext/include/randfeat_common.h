@@ -17,7 +17,7 @@
  * The environment variable RANDFEAT_VECTOR_ISA=baseline|avx2|avx512 lowers the
  * path (never above what the CPU supports), so tests can exercise every path
  * on one CPU; unknown values are rejected by the Python layer
- * (randfeat._dispatch) before any module is imported.
+ * (randfeat._core.vector_isa) before any module is imported.
  */
 #ifndef RANDFEAT_COMMON_H
 #define RANDFEAT_COMMON_H

@@ -11,7 +11,7 @@ from sklearn.utils.validation import column_or_1d
 from .._core.input_stats import MemorySummary
 from .._core.validation import check_sample_weight, validate_X, validate_X_y
 from .._linalg.products import row_products
-from .._solvers import plan, selection
+from .._solvers import pipeline, selection
 
 
 class InMemoryBackend:
@@ -53,8 +53,8 @@ class InMemoryBackend:
 
     # ------------------------------------------------------------------ ridge
     def fit_ridge(self, settings, template, X, y, w, targets):
-        """Fit ridge: ``plan.fit`` on the encoded targets; return a ``FitResult``."""
-        return plan.fit(settings, template, X, targets.encode(y), w)
+        """Fit ridge: ``pipeline.fit`` on the encoded targets; return a ``FitResult``."""
+        return pipeline.fit(settings, template, X, targets.encode(y), w)
 
     def check_selection(self, owner):
         """Selection runs in memory: nothing to refuse."""
@@ -66,12 +66,12 @@ class InMemoryBackend:
 
     # ----------------------------------------------------- partial_fit, predict
     def block_statistics(self, features, X, Y, w, fit_intercept, n_threads, chunk_size):
-        """The ``RidgeStatistics`` of one block of validated rows (``partial_fit``): ``plan.block_statistics``."""
-        return plan.block_statistics(features, X, Y, w, fit_intercept, n_threads, chunk_size)
+        """The ``RidgeStatistics`` of one block of validated rows (``partial_fit``): ``pipeline.block_statistics``."""
+        return pipeline.block_statistics(features, X, Y, w, fit_intercept, n_threads, chunk_size)
 
     def solved(self, statistics, alpha, owner, features):
         """Solve merged statistics by Cholesky; return the ``FitResult`` (``partial_fit``)."""
-        return plan.cholesky_result(statistics.solve(float(alpha), owner=owner), features)
+        return pipeline.cholesky_result(statistics.solve(float(alpha), owner=owner), features)
 
     def decision(self, features, coef, intercept, X, chunk_size, n_threads):
         """Return ``Z @ coef.T + intercept`` for validated rows X, Z made a chunk at a time.
@@ -81,7 +81,7 @@ class InMemoryBackend:
         """
         K = coef.shape[0]
         out = np.empty((X.shape[0], K), dtype=coef.dtype)
-        for s, e, Zb in plan.feature_chunks(features, X, chunk_size):
+        for s, e, Zb in pipeline.feature_chunks(features, X, chunk_size):
             out[s:e] = row_products(Zb, coef.T, n_threads)
         out += np.asarray(intercept, dtype=out.dtype)  # scalar, (1,) or (K,): broadcasts
         return out
@@ -89,7 +89,7 @@ class InMemoryBackend:
     def predictive_variance(self, solution, features, X, chunk_size, n_targets):
         """Return the predictive variance (n_rows, n_targets) of a Cholesky ``solution`` at validated rows X."""
         var = np.empty((X.shape[0], n_targets))
-        for s, e, Zb in plan.feature_chunks(features, X, chunk_size):
+        for s, e, Zb in pipeline.feature_chunks(features, X, chunk_size):
             var[s:e] = solution.predictive_variance(Zb)
         return var
 

@@ -35,7 +35,7 @@ from .._core.threads import effective_n_threads
 from .._linalg.products import prepare_problem
 from .cg_path import cg_ridge
 from .cholesky import RidgeSolution
-from .nystrom import DEFAULT_MEMORY_BUDGET
+from .nystrom_preconditioner import DEFAULT_MEMORY_BUDGET
 from .stats import StatisticsAccumulator
 
 #: Widest dense Z for which ``solver="auto"`` picks Cholesky (see module doc).

@@ -1,7 +1,7 @@
 """Check the ``RANDFEAT_VECTOR_ISA`` environment variable before kernels read it.
 
 The compiled kernels pick their vector code path once, at import, from the
-CPU and ``RANDFEAT_VECTOR_ISA`` (see ``_csrc/randfeat_dispatch.h``).  C cannot
+CPU and ``RANDFEAT_VECTOR_ISA`` (see ``_ext/include/randfeat_common.h``).  C cannot
 raise a helpful error, so the package checks the value here first.
 """
 
