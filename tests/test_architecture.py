@@ -172,3 +172,32 @@ def test_the_dask_backend_is_imported_only_for_dask_input():
         if isinstance(node, ast.ImportFrom):
             top_level.add(_resolve("randfeat._backends", True, node))
     assert "randfeat._backends.dask" not in top_level, "the Dask backend must be imported only when Dask input is seen"
+
+
+def test_design_md_maps_every_module():
+    design = SRC.parent.parent / "DESIGN.md"
+    if not design.exists():
+        pytest.skip("no DESIGN.md next to src/")
+    text = design.read_text(encoding="utf-8")
+    block = text.split("<!-- package map: begin -->")[1].split("<!-- package map: end -->")[0]
+    listed, folder = set(), ""
+    for line in block.splitlines():
+        words = line.split()
+        if not words or line.startswith("```"):
+            continue
+        indent = len(line) - len(line.lstrip())
+        if words[0].endswith("/") and indent <= 2:
+            folder = "" if words[0] == "src/randfeat/" else words[0]
+            continue
+        # A line names files (ending .py/.pyx) until its description starts.
+        for word in words:
+            if not word.endswith((".py", ".pyx", ".py:")):
+                break
+            listed.add(folder + word.rstrip(":"))
+    sources = {str(p.relative_to(SRC)) for p in [*SRC.rglob("*.py"), *SRC.rglob("*.pyx")]}
+    # A subpackage's __init__ needs a line only where it holds code (_backends' for_input).
+    sources -= {s for s in sources if s.endswith("/__init__.py") and s not in listed}
+    missing = sorted(sources - listed)
+    assert not missing, f"DESIGN.md's package map does not list {missing}"
+    stale = sorted(listed - sources)
+    assert not stale, f"DESIGN.md's package map lists modules that do not exist: {stale}"
