@@ -51,7 +51,9 @@ class Ridge(RegressorMixin, PartialFitMixin, BaseRidge):
         sparse features stay sparse).
     tol : float, default=1e-6
         CG stops when every target's residual of the normal equations is at
-        most ``tol`` times its right-hand side (0: rounding level).
+        most ``tol`` times its right-hand side.  0 asks for an exact
+        solution: CG stops at rounding level and, as scikit-learn's
+        ``sparse_cg``, warns (``ConvergenceWarning``) that tol was not reached.
     max_iter : int or None, default=None
         CG's iteration limit; None: 10·D within [100, 10000].  Reaching it
         warns (``ConvergenceWarning``, with the residual reached).
