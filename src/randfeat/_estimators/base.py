@@ -21,6 +21,10 @@ from .._solvers.plan import SOLVERS, RidgeSettings, row_chunks
 from .._solvers.precond import PRECONDITIONERS
 
 
+#: scikit-learn's kernel approximations that randfeat offers under the same name and parameters.
+_SKLEARN_DROP_INS = ("RBFSampler", "Nystroem", "SkewedChi2Sampler", "PolynomialCountSketch", "AdditiveChi2Sampler")
+
+
 class BaseRidge(ValidatedParamsMixin, BaseEstimator):
     """Shared parameters, fit bookkeeping and prediction of Ridge and RidgeClassifier (not public)."""
 
@@ -69,16 +73,20 @@ class BaseRidge(ValidatedParamsMixin, BaseEstimator):
         self.n_jobs = n_jobs
 
     # ------------------------------------------------------------ validation
-    def _explain_invalid(self, name, value):
-        if name == "features":
-            name = type(self).__name__
-            return (
-                f"{name}(features=...) must be a randfeat feature map such as "
-                f"RandomFourierFeatures(...) or RandomBinningFeatures(...), got "
-                f"{type(value).__name__}. To use another transformer, put it "
-                f"in a sklearn Pipeline before {name}."
-            )
-        return super()._explain_invalid(name, value)
+    def _invalid_message(self, name, value, message):
+        # scikit-learn's sentence names the private base class; say what to pass instead, once.
+        if name != "features":
+            return super()._invalid_message(name, value, message)
+        owner, kind = type(self).__name__, type(value)
+        head = (f"The 'features' parameter of {owner} must be a randfeat feature map (e.g. RandomFourierFeatures, "
+                f"RandomBinningFeatures, Nystroem) or None. Got {value!r} instead.")
+        if kind.__module__.startswith("sklearn.") and kind.__name__ in _SKLEARN_DROP_INS:
+            return (f"{head} Use randfeat.{kind.__name__}: scikit-learn's parameters, and {owner} streams its "
+                    f"features (never held whole).")
+        if hasattr(value, "transform"):
+            return (f"{head} To use {kind.__name__}, put it in a sklearn Pipeline before {owner} "
+                    f"(its whole output is then held in memory).")
+        return head
 
     def _log(self, msg):
         if self.verbose:

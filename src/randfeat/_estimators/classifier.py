@@ -5,14 +5,13 @@ from sklearn.base import ClassifierMixin
 from sklearn.preprocessing import LabelBinarizer
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.class_weight import compute_class_weight
-from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 
 from .._backends import for_input
 from .._core.params import fit_context
 from .._solvers.nystrom import DEFAULT_MEMORY_BUDGET
 from .base import BaseRidge
-from .partial import PartialFitMixin, partial_fit_works
+from .partial import PartialFitMixin, available_with_reason, partial_fit_works
 from .targets import SignTargets
 
 
@@ -78,6 +77,9 @@ class RidgeClassifier(ClassifierMixin, PartialFitMixin, BaseRidge):
     array([0, 1])
     """
 
+    #: Pickles of randfeat 0.1.0 (before class_weight) load with the default.
+    class_weight = None
+
     _parameter_constraints: dict = {
         **BaseRidge._parameter_constraints,
         "class_weight": [dict, StrOptions({"balanced"}), None],
@@ -131,7 +133,7 @@ class RidgeClassifier(ClassifierMixin, PartialFitMixin, BaseRidge):
         self._store_fit(fit, targets.shape)
         return self
 
-    @available_if(partial_fit_works)
+    @available_with_reason(partial_fit_works)
     def partial_fit(self, X, y, classes=None, sample_weight=None):
         """Update the classifier with a block of rows: exactly ``fit`` on all the blocks seen so far.
 

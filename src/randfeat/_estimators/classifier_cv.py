@@ -72,6 +72,9 @@ class RidgeClassifierCV(RidgeCVMixin, RidgeClassifier):
 
     _supports_partial_fit = False  # alpha (and gamma) are chosen on all the rows at once
 
+    #: Pickles of randfeat 0.1.0 (before class_weight) load with the default.
+    class_weight = None
+
     _parameter_constraints: dict = {
         **RidgeCVMixin._parameter_constraints,
         "class_weight": [dict, StrOptions({"balanced"}), None],

@@ -9,13 +9,12 @@ Dask workers) and stores the result (``base.py``).
 
 import numpy as np
 from sklearn.base import RegressorMixin
-from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from .._backends import for_input
 from .._core.params import fit_context
 from .base import BaseRidge
-from .partial import PartialFitMixin, partial_fit_works
+from .partial import PartialFitMixin, available_with_reason, partial_fit_works
 from .targets import RealTargets
 
 
@@ -144,7 +143,7 @@ class Ridge(RegressorMixin, PartialFitMixin, BaseRidge):
                         targets.shape)
         return self
 
-    @available_if(partial_fit_works)
+    @available_with_reason(partial_fit_works)
     def partial_fit(self, X, y, sample_weight=None):
         """Update the model with a block of rows: exactly ``fit`` on all the blocks seen so far.
 
