@@ -223,3 +223,12 @@ def test_partial_fit_with_class_weight():
     np.testing.assert_allclose(inc.coef_, ref.coef_, rtol=1e-8, atol=1e-8)
     with pytest.raises(ValueError, match="'balanced' is not supported for partial_fit"):
         RidgeClassifier(class_weight="balanced").partial_fit(X, y, classes=[0, 1, 2])
+
+
+@pytest.mark.parametrize("class_weight", ["balanced", {0: 0.5, 2: 3.0}])
+def test_class_weight_on_dask_arrays(class_weight):
+    da = pytest.importorskip("dask.array")
+    X, y, _ = _labels(90, seed=4)
+    ours = RidgeClassifier(class_weight=class_weight).fit(da.from_array(X, chunks=30), da.from_array(y, chunks=30))
+    ref = sklm.RidgeClassifier(class_weight=class_weight).fit(X, y)
+    np.testing.assert_allclose(ours.coef_, ref.coef_, rtol=1e-8, atol=1e-8)
