@@ -113,6 +113,7 @@ def run_task(task, methods, profile, *, seed=0, repeats=1, mem_budget_gb=6.0):
                 continue
         chosen[m.key] = (m, best, n_fit)
     # Phase 2: timed fits on the training rows, methods alternating per round.
+    predictions = {}
     for r in range(repeats):
         for key, (m, best, n_fit) in chosen.items():
             rec = rows[key]
@@ -130,6 +131,9 @@ def run_task(task, methods, profile, *, seed=0, repeats=1, mem_budget_gb=6.0):
                 pred = predict_chunked(est, task.X_test)
                 rec["predict_seconds"] = time.perf_counter() - t
                 rec["test_error"] = score(task, task.y_test, pred)
+                # The row's own predictions, fingerprinted: rows that tie on the error can be told apart.
+                rec["predictions_sha1"] = predictions_sha1(pred)
+                predictions[key] = pred
                 progress(f"{task.name}: {m.label}: test error {rec['test_error']:.2f}%, fit {fmt_seconds(secs)}, "
                          f"peak +{fmt_bytes(mem)}")
             del est
@@ -137,11 +141,40 @@ def run_task(task, methods, profile, *, seed=0, repeats=1, mem_budget_gb=6.0):
         rec = rows[key]
         if "fit_seconds_all" in rec:
             rec["fit_seconds"] = float(np.median(rec["fit_seconds_all"]))
+    note_ties(rows, predictions)
     result = {"task": task.describe(), "rows": [rows[m.key] for m in methods]}
     floor = gram_floor_seconds(rows, task, repeats)
     if floor is not None:
         result["gram_floor_seconds"] = floor
     return result
+
+
+def predictions_sha1(pred):
+    """SHA-1 of a row's test predictions (their dtype, shape and bytes)."""
+    import hashlib
+
+    pred = np.ascontiguousarray(pred)
+    return hashlib.sha1(f"{pred.dtype.str}{pred.shape}".encode() + pred.tobytes()).hexdigest()
+
+
+def note_ties(rows, predictions):
+    """Note on each row whose test error equals another's how many of their test predictions differ.
+
+    Two models of one kernel (RBFSampler and Nystroem at the same gamma and
+    alpha) can tie on the count of errors while predicting different rows:
+    the note says so, so that a tie is not read as one model's predictions
+    reported twice.
+    """
+    keys = [k for k in predictions if "test_error" in rows[k]]
+    for i, a in enumerate(keys):
+        for b in keys[i + 1:]:
+            if rows[a]["test_error"] != rows[b]["test_error"] or predictions[a].shape != predictions[b].shape:
+                continue
+            differ = int(np.count_nonzero(np.asarray(predictions[a]) != np.asarray(predictions[b])))
+            for one, other in ((a, b), (b, a)):
+                tie = (f"same test error as {rows[other]['label']}, {differ:,} of {len(predictions[a]):,} test "
+                       f"predictions differing (its own model)")
+                rows[one]["note"] = f"{rows[one]['note']}; {tie}" if rows[one].get("note") else tie
 
 
 def gram_floor_seconds(rows, task, repeats):

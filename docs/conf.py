@@ -45,6 +45,9 @@ extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
     "sphinx.ext.mathjax",
+    # MathJax 3 copied into _static/mathjax and used from there, not from a CDN:
+    # the pages' math renders offline (a local build, a downloaded copy).
+    "sphinx-mathjax-offline",
     "numpydoc",
     "myst_parser",
     "sphinx_gallery.gen_gallery",

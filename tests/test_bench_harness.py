@@ -323,3 +323,44 @@ def test_feature_draws_tiny_reports_every_set(tiny_table, tmp_path):
 def test_feature_draws_without_results_is_a_clear_error(tmp_path):
     proc = run("feature_draws.py", "--tiny", "--from", tmp_path / "missing.json")
     assert proc.returncode != 0 and "not found" in proc.stderr
+
+
+def test_table1_every_row_predicts_with_its_own_model(monkeypatch):
+    # Issue 33: RBFSampler and Nystroem rows showed the same test error on two sets.  Each row's
+    # predictions must be its own model's: refitting that row's model (seeded, deterministic) gives
+    # the fingerprint the row records, the two kernel approximations predict differently, and a tie
+    # on the error is noted with how many predictions differ.
+    import sys
+
+    monkeypatch.syspath_prepend(str(BENCH))
+    for name in [m for m in sys.modules if m.startswith("_") and m[1:] in ("protocol", "methods", "tasks")]:
+        monkeypatch.delitem(sys.modules, name)
+    import _methods
+    import _protocol
+    import _selection
+    import _tasks
+    from _profiles import PROFILES
+
+    from randfeat.datasets import make_adult_like
+
+    profile = dict(PROFILES["tiny"])
+    X, y = make_adult_like(600, random_state=0)
+    task = _tasks.make_task("adult", "Adult-like", "classification", X, y, 40, "test", 0)
+    keep = ("rf_fourier", "sk_rbf_sampler", "sk_nystroem", "linear")
+    methods = [m for m in _methods.build_methods(profile) if m.key in keep]
+    result = _protocol.run_task(task, methods, profile, seed=0)
+    rows = {r["method"]: r for r in result["rows"]}
+    by_key = {m.key: m for m in methods}
+    for key in keep:
+        rec = rows[key]
+        assert rec["status"] == "ok", rec
+        est = by_key[key].make(task, rec["params"], rec["n_train_used"], 0)
+        est.fit(task.X_train[:rec["n_train_used"]], task.y_train[:rec["n_train_used"]])
+        pred = _selection.predict_chunked(est, task.X_test)
+        assert rec["predictions_sha1"] == _protocol.predictions_sha1(pred), key
+        assert rec["test_error"] == _selection.score(task, task.y_test, pred), key
+    assert rows["sk_rbf_sampler"]["predictions_sha1"] != rows["sk_nystroem"]["predictions_sha1"]
+    # A tie between two rows is explained, not hidden.
+    rows2 = {"a": {"label": "A", "test_error": 10.0, "note": ""}, "b": {"label": "B", "test_error": 10.0}}
+    _protocol.note_ties(rows2, {"a": np.array([0, 1, 1, 0]), "b": np.array([1, 0, 1, 0])})
+    assert "same test error as B, 2 of 4 test predictions differing" in rows2["a"]["note"]

@@ -390,8 +390,6 @@ def test_adult_bad_input(monkeypatch):
             load_adult(subset=subset)
     with pytest.raises(ValueError, match="encoding must be 'a9a' or 'raw'"):
         load_adult(encoding="onehot")
-    with pytest.raises(ValueError, match="as_frame=True gives the raw attributes"):
-        load_adult(as_frame=True)
     with pytest.raises(TypeError, match="return_X_y must be a bool"):
         load_adult(return_X_y="yes")
     monkeypatch.setitem(sys.modules, "pandas", None)  # as if pandas were not installed

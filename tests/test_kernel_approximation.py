@@ -248,9 +248,9 @@ def test_additive_chi2_names_statelessness_and_errors():
     assert not ours.__sklearn_is_fitted__()
     ours.fit(X_POS), theirs.fit(X_POS)
     assert list(ours.get_feature_names_out()) == list(theirs.get_feature_names_out())
-    with pytest.raises(ValueError, match="Negative values in data passed to AdditiveChi2Sampler"):
+    with pytest.raises(ValueError, match="Negative values in data passed to X in AdditiveChi2Sampler"):
         ours.transform(X_NEG)
-    with pytest.raises(ValueError, match="Negative values in data passed to AdditiveChi2Sampler"):
+    with pytest.raises(ValueError, match="Negative values in data passed to X in AdditiveChi2Sampler"):
         AdditiveChi2Sampler().fit(X_NEG)
     with pytest.raises(ValueError, match="you need to provide sample_interval"):
         AdditiveChi2Sampler(sample_steps=4).fit(X_POS)

@@ -217,7 +217,7 @@ def test_transformer_with_the_cv_estimators_partial_fit_and_dask():
 
 def test_bad_features_are_a_clear_error():
     X, y, _ = _data(50, 3)
-    with pytest.raises(ValueError, match="feature map such as RandomFourierFeatures.*scikit-learn transformer"):
+    with pytest.raises(ValueError, match="randfeat feature map.*scikit-learn transformer"):
         Ridge(features="rbf").fit(X, y)
 
 

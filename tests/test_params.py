@@ -163,7 +163,7 @@ def test_binning_rbf_message_explains_why():
 
 
 def test_ridge_features_message_points_to_pipeline():
-    with pytest.raises(InvalidParameterError, match="put it in a sklearn Pipeline before RidgeClassifier"):
+    with pytest.raises(InvalidParameterError, match=r"put it in a sklearn Pipeline before RidgeClassifier \(its whole"):
         RidgeClassifier(features=StandardScaler()).fit(X, Y_CLF)
 
 

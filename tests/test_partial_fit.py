@@ -151,7 +151,7 @@ def test_fit_discards_accumulation_and_alpha_may_change():
 def test_partial_fit_refuses_binning_and_cg():
     # Issue 25: offered only where it works (scikit-learn's available_if), the reason as the cause.
     X, y, _ = _data()
-    for est, why in ((Ridge(features=RandomBinningFeatures(random_state=0)), "vocabulary of occupied bins grows"),
+    for est, why in ((Ridge(features=RandomBinningFeatures(random_state=0)), "vocabulary of occupied bins is learned from all the rows"),
                      (Ridge(solver="cg"), "solver='cg' cannot be updated")):
         assert not hasattr(est, "partial_fit")
         with pytest.raises(AttributeError, match="has no attribute 'partial_fit'") as info:

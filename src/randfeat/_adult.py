@@ -240,10 +240,12 @@ def load_adult(*, subset="train", encoding="a9a", return_X_y=False, as_frame=Fal
     return_X_y : bool, default=False
         Return ``(data, target)`` instead of a Bunch.
     as_frame : bool, default=False
-        With ``encoding="raw"`` only: ``data`` is a pandas DataFrame
-        (continuous columns int64, categorical columns of ``category`` dtype
-        in ``adult.names`` order, missing = NaN) and ``target`` a pandas
-        Series.  Needs pandas (``pip install pandas``).
+        ``data`` is a pandas DataFrame with the ``feature_names`` as columns
+        and ``target`` a pandas Series (as scikit-learn's loaders).  a9a:
+        the 123 columns sparse (``pd.SparseDtype("float64", 0.0)``, from
+        the CSR matrix, no densifying); raw: continuous columns int64,
+        categorical columns of ``category`` dtype in ``adult.names`` order,
+        missing = NaN.  Needs pandas (``pip install pandas``).
 
     Returns
     -------
@@ -253,7 +255,7 @@ def load_adult(*, subset="train", encoding="a9a", return_X_y=False, as_frame=Fal
         sorted indices; raw: ndarray of shape (n, 14), float64, the
         continuous values as given and each category as its position in
         ``adult.names`` (−1 where missing), or a DataFrame with
-        ``as_frame=True``.  ``target``: int64 labels, +1 for ">50K" and −1
+        ``as_frame=True`` (sparse columns for a9a).  ``target``: int64 labels, +1 for ">50K" and −1
         for "<=50K" (7,841 positives in "train", 3,846 in "test").
         ``feature_names``: ndarray of str, the column names (a9a:
         ``"workclass=Private"``, ``"age<26"``, ``"age=26..32"``, ...).
@@ -266,8 +268,8 @@ def load_adult(*, subset="train", encoding="a9a", return_X_y=False, as_frame=Fal
     Raises
     ------
     ValueError
-        If ``subset`` is not "train", "test" or "all", ``encoding`` is not
-        "a9a" or "raw", or ``as_frame=True`` is asked with the a9a encoding.
+        If ``subset`` is not "train", "test" or "all", or ``encoding`` is
+        not "a9a" or "raw".
     ImportError
         If ``as_frame=True`` and pandas is not installed.
 
@@ -290,9 +292,6 @@ def load_adult(*, subset="train", encoding="a9a", return_X_y=False, as_frame=Fal
     for name, value in (("return_X_y", return_X_y), ("as_frame", as_frame)):
         if not isinstance(value, (bool, np.bool_)):
             raise TypeError(f"load_adult: {name} must be a bool, got {value!r}")
-    if as_frame and encoding == "a9a":
-        raise ValueError("load_adult: as_frame=True gives the raw attributes; pass encoding='raw' with it "
-                         "(the a9a encoding is a sparse matrix)")
     if as_frame:
         try:
             import pandas  # noqa: F401
@@ -307,6 +306,10 @@ def load_adult(*, subset="train", encoding="a9a", return_X_y=False, as_frame=Fal
     if encoding == "a9a":
         X = encode_a9a(V)
         names = [label for _, labels in _a9a_blocks() for label in labels]
+        if as_frame:
+            import pandas as pd
+
+            X = pd.DataFrame.sparse.from_spmatrix(X, columns=names)
     elif as_frame:
         X = _frame(V, attrs)
         names = [name for name, _ in attrs]

@@ -120,6 +120,21 @@ class DaskBackend:
         validate_X(est, header(X), reset=True)
         return X, y, w
 
+    def class_weighted(self, class_weight, y, sample_weight):
+        """Return ``sample_weight`` times the weights of y's classes, lazily (one pass for the class counts)."""
+        if not class_weight:
+            return sample_weight
+        import dask.array as da
+        from sklearn.utils.class_weight import compute_class_weight
+
+        classes, counts = (np.asarray(a) for a in da.compute(*da.unique(fresh(y), return_counts=True)))
+        if isinstance(class_weight, str):  # "balanced": n_samples / (n_classes · count), as scikit-learn
+            table = counts.sum() / (classes.size * counts.astype(np.float64))
+        else:
+            table = compute_class_weight(class_weight, classes=classes, y=classes)
+        weights = y.map_blocks(lambda b: table[np.searchsorted(classes, b)], dtype=np.float64)
+        return weights if sample_weight is None else sample_weight * weights
+
     def labels(self, y):
         """Return the sorted classes of a Dask y of labels (one pass on the workers)."""
         import dask.array as da

@@ -5,6 +5,7 @@
 """
 
 import numpy as np
+from sklearn.utils.class_weight import compute_sample_weight
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import column_or_1d
 
@@ -33,6 +34,13 @@ class InMemoryBackend:
         if not y_numeric and y.ndim == 2 and y.shape[1] == 1:
             y = column_or_1d(y, warn=True)  # a column vector is not a multilabel target
         return X, y, check_sample_weight(sample_weight, X)
+
+    def class_weighted(self, class_weight, y, sample_weight):
+        """Return ``sample_weight`` times the weights of y's classes (scikit-learn's ``compute_sample_weight``)."""
+        if not class_weight:  # None or {}: as scikit-learn's RidgeClassifier
+            return sample_weight
+        weights = compute_sample_weight(class_weight, y)
+        return weights if sample_weight is None else sample_weight * weights
 
     def labels(self, y):
         """Return what a classifier's targets are made from: the sorted classes of 1-D y, or y itself (multilabel)."""

@@ -151,6 +151,18 @@ def get_config():
     }
 
 
+def _owner(filepath):
+    """The package a shared library ships with, from its path (``scikit_learn.libs/…`` → ``scikit-learn``)."""
+    parts = str(filepath or "").replace("\\", "/").split("/")
+    for part in parts:
+        if part.endswith(".libs"):  # a wheel's vendored libraries (auditwheel)
+            return part[: -len(".libs")].replace("_", "-")
+    for i, part in enumerate(parts):
+        if part in ("site-packages", "dist-packages") and i + 2 < len(parts):
+            return parts[i + 1]
+    return "the system"
+
+
 def show_config(file=None):
     """Print randfeat's version, OpenMP status, thread count, BLAS and SIMD paths.
 
@@ -179,10 +191,15 @@ def show_config(file=None):
         f"threadpoolctl {cfg['threadpoolctl']}",
     )
     line("OpenMP", "enabled" if cfg["openmp"] else "DISABLED (serial build)")
-    for rt in cfg["openmp_runtime"]:
+    runtimes = cfg["openmp_runtime"]
+    for rt in runtimes:
         version = f" {rt['version']}" if rt["version"] else ""
-        whose = {True: " [randfeat]", False: " [other package]", None: ""}[rt["used_by_randfeat"]]
+        whose = {True: " [randfeat's kernels]", None: ""}.get(rt["used_by_randfeat"], f" [{_owner(rt['filepath'])}]")
         line("OpenMP runtime", f"{rt['prefix']}{version}{whose} ({rt['num_threads']} threads) {rt['filepath']}")
+    if len(runtimes) > 1:
+        others = sorted({_owner(rt["filepath"]) for rt in runtimes if rt["used_by_randfeat"] is False})
+        print(f"  {'':<16} ({len(runtimes)} runtimes: {', '.join(others) or 'another package'} ships its own "
+              "copy in its wheel; each package uses its own: harmless)", file=out)
     line("threads", f"{cfg['default_n_threads']} by default (omp_get_max_threads = {cfg['omp_max_threads']})")
     for lib in cfg["blas"] or [None]:
         if lib is None:
@@ -190,12 +207,18 @@ def show_config(file=None):
             continue
         line(
             "BLAS",
-            f"{lib.get('internal_api')} {lib.get('version')} ({lib.get('threading_layer')}, "
-            f"{lib.get('num_threads')} threads, {lib.get('architecture')}) {lib.get('filepath')}",
+            f"{lib.get('internal_api')} {lib.get('version')} [{_owner(lib.get('filepath'))}] "
+            f"({lib.get('threading_layer')}, {lib.get('num_threads')} threads, {lib.get('architecture')}) "
+            f"{lib.get('filepath')}",
         )
-    if not cfg["vector_paths"]:
+    paths = cfg["vector_paths"]
+    if not paths:
         line("vector path", "no dispatching kernel module in this build")
-    for name, isa in cfg["vector_paths"].items():
-        line("vector path", f"{name}: {isa}")
+    elif len(set(paths.values())) == 1:
+        # Every kernel module reads the same CPU detection (and RANDFEAT_VECTOR_ISA): one path.
+        line("vector path", f"{next(iter(paths.values()))} (all {len(paths)} kernel modules)")
+    else:
+        for isa in sorted(set(paths.values())):
+            line("vector path", f"{isa}: {', '.join(n for n, i in paths.items() if i == isa)}")
     for key, value in cfg["environment"].items():
         line("environment", f"{key}={value}")

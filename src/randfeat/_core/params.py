@@ -139,11 +139,20 @@ class ValidatedParamsMixin:
             try:
                 validate_parameter_constraints({name: constraints}, {name: params[name]}, caller_name=caller)
             except InvalidParameterError as exc:
-                explanation = self._explain_invalid(name, params[name])
-                if not explanation:
+                message = self._invalid_message(name, params[name], str(exc))
+                if message == str(exc):
                     raise
-                raise InvalidParameterError(f"{exc} {explanation}") from None
+                raise InvalidParameterError(message) from None
         self._check_param_combinations()
+
+    def _invalid_message(self, name, value, message):
+        """Return the message for an invalid ``value`` of ``name``: scikit-learn's ``message`` and the explanation.
+
+        Subclasses override it where scikit-learn's sentence itself would
+        mislead (e.g. a private class path) and say it all in their own words.
+        """
+        explanation = self._explain_invalid(name, value)
+        return f"{message} {explanation}" if explanation else message
 
     def _explain_invalid(self, name, value):
         """Return a sentence explaining why ``value`` is invalid for ``name`` ("" for none)."""

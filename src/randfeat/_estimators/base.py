@@ -21,6 +21,7 @@ from .._solvers.pipeline import SOLVERS, RidgeSettings
 from .._solvers.precond import PRECONDITIONERS
 
 
+#: scikit-learn's kernel approximations that randfeat offers under the same name and parameters.
 class BaseRidge(ValidatedParamsMixin, BaseEstimator):
     """Shared parameters, fit bookkeeping and prediction of Ridge and RidgeClassifier (not public)."""
 
@@ -69,12 +70,13 @@ class BaseRidge(ValidatedParamsMixin, BaseEstimator):
         self.n_jobs = n_jobs
 
     # ------------------------------------------------------------ validation
-    def _explain_invalid(self, name, value):
-        if name == "features":
-            name = type(self).__name__
-            return (f"{name}(features=...) must be a feature map such as RandomFourierFeatures(...), a "
-                    f"scikit-learn transformer (with fit and transform) or None; got {type(value).__name__}.")
-        return super()._explain_invalid(name, value)
+    def _invalid_message(self, name, value, message):
+        # scikit-learn's sentence names the private base class; say what to pass instead, once.
+        if name != "features":
+            return super()._invalid_message(name, value, message)
+        return (f"The 'features' parameter of {type(self).__name__} must be a randfeat feature map (e.g. "
+                f"RandomFourierFeatures), a scikit-learn transformer (an object with fit and transform) or None. "
+                f"Got {value!r} instead.")
 
     def _feature_map(self):
         """The ``features`` parameter as a feature map: a transformer wrapped (``as_feature_map``), or None."""

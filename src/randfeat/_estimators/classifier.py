@@ -3,13 +3,15 @@
 import numpy as np
 from sklearn.base import ClassifierMixin
 from sklearn.preprocessing import LabelBinarizer
-from sklearn.utils.metaestimators import available_if
+from sklearn.utils._param_validation import StrOptions
+from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.multiclass import check_classification_targets
 
 from .._backends import for_input
 from .._core.params import fit_context
+from .._solvers.nystrom import DEFAULT_MEMORY_BUDGET
 from .base import BaseRidge
-from .partial import PartialFitMixin, partial_fit_works
+from .partial import PartialFitMixin, available_with_reason, partial_fit_works
 from .targets import SignTargets
 
 
@@ -34,6 +36,13 @@ class RidgeClassifier(ClassifierMixin, PartialFitMixin, BaseRidge):
     ----------
     alpha, features, solver, fit_intercept, tol, max_iter : see Ridge
         As in :class:`randfeat.Ridge`.
+    class_weight : dict, "balanced" or None, default=None
+        As scikit-learn's ``RidgeClassifier``: weights ``{class_label:
+        weight}`` that multiply the sample weights of each class's rows;
+        ``"balanced"`` weighs a class by n_samples / (n_classes ·
+        its count); None: all 1.  Works with any ``features`` (it is only
+        sample weights).  ``partial_fit`` takes a dict, not ``"balanced"``
+        (the counts are those of all the blocks).
     preconditioner, preconditioner_rank, preconditioner_memory, chunk_size, verbose, n_jobs : see Ridge
         As in :class:`randfeat.Ridge`.
 
@@ -68,6 +77,38 @@ class RidgeClassifier(ClassifierMixin, PartialFitMixin, BaseRidge):
     array([0, 1])
     """
 
+    #: Pickles of randfeat 0.1.0 (before class_weight) load with the default.
+    class_weight = None
+
+    _parameter_constraints: dict = {
+        **BaseRidge._parameter_constraints,
+        "class_weight": [dict, StrOptions({"balanced"}), None],
+    }
+
+    def __init__(
+        self,
+        alpha=1.0,
+        *,
+        features=None,
+        class_weight=None,
+        solver="auto",
+        fit_intercept=True,
+        tol=1e-6,
+        max_iter=None,
+        preconditioner="auto",
+        preconditioner_rank=None,
+        preconditioner_memory=DEFAULT_MEMORY_BUDGET,
+        chunk_size=None,
+        verbose=0,
+        n_jobs=None,
+    ):
+        super().__init__(
+            alpha, features=features, solver=solver, fit_intercept=fit_intercept, tol=tol, max_iter=max_iter,
+            preconditioner=preconditioner, preconditioner_rank=preconditioner_rank,
+            preconditioner_memory=preconditioner_memory, chunk_size=chunk_size, verbose=verbose, n_jobs=n_jobs,
+        )
+        self.class_weight = class_weight
+
     @fit_context(prefer_skip_nested_validation=False)  # features= is fitted inside: let it validate itself
     def fit(self, X, y, sample_weight=None):
         """Fit one-vs-rest ridge regressions on ±1 targets.
@@ -85,13 +126,14 @@ class RidgeClassifier(ClassifierMixin, PartialFitMixin, BaseRidge):
         backend = for_input(X)  # in memory, or row blocks on Dask workers
         X, y, sample_weight = backend.validate_fit(self, X, y, sample_weight, y_numeric=False)
         targets = SignTargets(backend.labels(y), type(self).__name__)
+        sample_weight = backend.class_weighted(self.class_weight, y, sample_weight)
         fit = backend.fit_ridge(self._settings(), self._feature_map(), X, y, sample_weight, targets)
         self._label_binarizer = targets.binarizer
         self.classes_ = targets.classes
         self._store_fit(fit, targets.shape)
         return self
 
-    @available_if(partial_fit_works)
+    @available_with_reason(partial_fit_works)
     def partial_fit(self, X, y, classes=None, sample_weight=None):
         """Update the classifier with a block of rows: exactly ``fit`` on all the blocks seen so far.
 
@@ -118,6 +160,13 @@ class RidgeClassifier(ClassifierMixin, PartialFitMixin, BaseRidge):
         """
 
         def update(est):
+            if isinstance(est.class_weight, str):  # scikit-learn's SGDClassifier refuses it there too
+                raise ValueError(
+                    "class_weight 'balanced' is not supported for partial_fit: the class counts are those of "
+                    "all the blocks. Compute the weights once with sklearn.utils.class_weight.compute_class_weight"
+                    "('balanced', classes=classes, y=y) (y a large enough sample of the whole target) and pass "
+                    "them as class_weight={label: weight}, or use fit."
+                )
             first = vars(est).get("_statistics_") is None
             if first:
                 fitted = vars(est).get("_label_binarizer")
@@ -146,6 +195,10 @@ class RidgeClassifier(ClassifierMixin, PartialFitMixin, BaseRidge):
             if unknown.size:
                 raise ValueError(f"y has labels {unknown[:5].tolist()!r} not in classes={binarizer.classes_.tolist()!r}")
             Y = np.asarray(binarizer.transform(yv), dtype=np.float64)
+            if est.class_weight:
+                by_class = compute_class_weight(est.class_weight, classes=binarizer.classes_, y=binarizer.classes_)
+                cw = by_class[np.searchsorted(binarizer.classes_, yv)]
+                w = cw if w is None else w * cw
             fit = est._partial_update(first, Xv, Y, w)
             est._label_binarizer = binarizer
             est.classes_ = binarizer.classes_

@@ -3,7 +3,7 @@
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.metrics import check_scoring
-from sklearn.utils._param_validation import InvalidParameterError
+from sklearn.utils._param_validation import InvalidParameterError, StrOptions
 
 from .._backends import for_input
 from .._core.params import fit_context
@@ -37,6 +37,10 @@ class RidgeClassifierCV(RidgeCVMixin, RidgeClassifier):
     alpha_per_target : bool, default=False
         Must be False (a classifier's columns share one alpha); present so
         the signature matches :class:`RidgeCV`.
+    class_weight : dict, "balanced" or None, default=None
+        As in :class:`RidgeClassifier` (and scikit-learn's
+        ``RidgeClassifierCV``): the class weights multiply the sample
+        weights of the fit, and of the leave-one-out or k-fold scores.
 
     Attributes
     ----------
@@ -68,7 +72,36 @@ class RidgeClassifierCV(RidgeCVMixin, RidgeClassifier):
 
     _supports_partial_fit = False  # alpha (and gamma) are chosen on all the rows at once
 
-    _parameter_constraints = RidgeCVMixin._parameter_constraints
+    #: Pickles of randfeat 0.1.0 (before class_weight) load with the default.
+    class_weight = None
+
+    _parameter_constraints: dict = {
+        **RidgeCVMixin._parameter_constraints,
+        "class_weight": [dict, StrOptions({"balanced"}), None],
+    }
+
+    def __init__(
+        self,
+        alphas=(0.1, 1.0, 10.0),
+        *,
+        features=None,
+        gammas=None,
+        cv=None,
+        scoring=None,
+        fit_intercept=True,
+        alpha_per_target=False,
+        store_cv_results=False,
+        class_weight=None,
+        chunk_size=None,
+        verbose=0,
+        n_jobs=None,
+    ):
+        super().__init__(
+            alphas, features=features, gammas=gammas, cv=cv, scoring=scoring, fit_intercept=fit_intercept,
+            alpha_per_target=alpha_per_target, store_cv_results=store_cv_results, chunk_size=chunk_size,
+            verbose=verbose, n_jobs=n_jobs,
+        )
+        self.class_weight = class_weight
 
     def _check_param_combinations(self):
         super()._check_param_combinations()
@@ -95,6 +128,7 @@ class RidgeClassifierCV(RidgeCVMixin, RidgeClassifier):
         backend.check_selection(type(self).__name__)  # Dask: a clear error before anything is read
         X, y, sample_weight = backend.validate_fit(self, X, y, sample_weight, y_numeric=False)
         targets = SignTargets(backend.labels(y), type(self).__name__)
+        sample_weight = backend.class_weighted(self.class_weight, y, sample_weight)
 
         scorer = check_scoring(self, scoring=self.scoring)
         identity = _IdentityClassifier(targets.binarizer)

@@ -6,9 +6,12 @@ after any sequence of blocks the model is the one ``fit`` gives on their
 concatenation.
 """
 
+import time
+
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import ClassifierMixin, RegressorMixin, clone
+from sklearn.utils._available_if import _AvailableIfDescriptor
 from sklearn.utils.validation import check_array, check_consistent_length, column_or_1d
 
 from .._core.protocols import OutputKind
@@ -19,12 +22,44 @@ from .._maps.transformer import as_feature_map
 from .._backends.in_memory import IN_MEMORY
 
 _BINNING_PARTIAL_FIT = (
-    "{name}.partial_fit does not support sparse feature maps such as {features}: their "
-    "vocabulary of occupied bins grows with every block (a bin first seen in a later block is a "
-    "new column, changing every earlier row's features), and their CG solve needs all the rows "
-    "at every iteration, so no fixed-size statistics can be merged. Fit on all rows with "
-    "{name}.fit, or use RandomFourierFeatures, whose width is fixed by the first block."
+    "partial_fit is unavailable with features={features}(...): binning's vocabulary of occupied bins "
+    "is learned from all the rows (a bin first seen in a later block would be a new column), so blocks "
+    "cannot be merged. Use {name}.fit on all the rows, or a Dask array for data larger than memory."
 )
+
+
+class _AvailableWithReason(_AvailableIfDescriptor):
+    """scikit-learn's ``available_if`` whose AttributeError says why the method is absent.
+
+    scikit-learn's descriptor raises ``This 'Ridge' has no attribute
+    'partial_fit'`` and keeps the check's reason only as the exception's
+    cause, which a traceback prints below the message and ``str(error)``
+    omits; here the reason is in the message.  ``hasattr`` is False as before.
+    """
+
+    def _check(self, obj, owner):
+        try:
+            available = self.check(obj)
+        except Exception as exc:
+            raise AttributeError(f"This {owner.__name__!r} has no attribute {self.attribute_name!r}: {exc}") from exc
+        if not available:
+            raise AttributeError(f"This {owner.__name__!r} has no attribute {self.attribute_name!r}")
+
+
+def available_with_reason(check):
+    """``sklearn.utils.metaestimators.available_if`` with the check's ValueError message in the AttributeError.
+
+    Parameters
+    ----------
+    check : callable
+        ``check(estimator)``: True where the method works; raises (with the
+        reason) where it does not.
+
+    Returns
+    -------
+    decorator : callable
+    """
+    return lambda fn: _AvailableWithReason(fn, check, attribute_name=fn.__name__)
 
 
 def partial_fit_works(est):
@@ -72,9 +107,15 @@ class PartialFitMixin:
         block.
         """
         self._validate_params()
+        t0 = time.perf_counter()
 
         def run(shadow):
             update(shadow)
+            # Progress as fit's verbose gives it: a line per block (blocks, rows so far, time).
+            shadow._partial_blocks_ = vars(shadow).get("_partial_blocks_", 0) + 1
+            stats = shadow._statistics_
+            shadow._log(f"partial_fit block {shadow._partial_blocks_}: {stats.n_samples} rows so far "
+                        f"({stats.n_features} features), {time.perf_counter() - t0:.2f} s")
             return shadow
 
         return transaction(self, run, drop_fitted=False)

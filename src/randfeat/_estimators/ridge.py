@@ -9,14 +9,13 @@ Dask workers) and stores the result (``base.py``).
 
 import numpy as np
 from sklearn.base import RegressorMixin
-from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
 from .._backends import for_input
 from .._backends.in_memory import IN_MEMORY
 from .._core.params import fit_context
 from .base import BaseRidge
-from .partial import PartialFitMixin, partial_fit_works
+from .partial import PartialFitMixin, available_with_reason, partial_fit_works
 from .targets import RealTargets
 
 
@@ -52,7 +51,9 @@ class Ridge(RegressorMixin, PartialFitMixin, BaseRidge):
         sparse features stay sparse).
     tol : float, default=1e-6
         CG stops when every target's residual of the normal equations is at
-        most ``tol`` times its right-hand side (0: rounding level).
+        most ``tol`` times its right-hand side.  0 asks for an exact
+        solution: CG stops at rounding level and, as scikit-learn's
+        ``sparse_cg``, warns (``ConvergenceWarning``) that tol was not reached.
     max_iter : int or None, default=None
         CG's iteration limit; None: 10·D within [100, 10000].  Reaching it
         warns (``ConvergenceWarning``, with the residual reached).
@@ -143,7 +144,7 @@ class Ridge(RegressorMixin, PartialFitMixin, BaseRidge):
                         targets.shape)
         return self
 
-    @available_if(partial_fit_works)
+    @available_with_reason(partial_fit_works)
     def partial_fit(self, X, y, sample_weight=None):
         """Update the model with a block of rows: exactly ``fit`` on all the blocks seen so far.
 

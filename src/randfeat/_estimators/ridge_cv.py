@@ -117,6 +117,17 @@ class RidgeCVMixin:
                 )
             if not (isinstance(self.gammas, str) and self.gammas == "auto"):
                 as_positive("gammas", self.gammas)
+        if self.cv is not None and not (isinstance(self.cv, str) and self.cv == "gcv"):
+            # k-fold fits a model per fold (scikit-learn's GridSearchCV): no leave-one-out values to
+            # store, one alpha for all targets.  scikit-learn's messages and condition.
+            if self.store_cv_results:
+                raise InvalidParameterError(
+                    "cv!=None and store_cv_results=True are incompatible: cv_results_ holds leave-one-out "
+                    "(or GCV) values; use cv=None or cv='gcv' to store them.")
+            if self.alpha_per_target:
+                raise InvalidParameterError(
+                    "cv!=None and alpha_per_target=True are incompatible: k-fold chooses one alpha for all "
+                    "targets; use cv=None or cv='gcv' for an alpha per target.")
         if self.cv == "gcv" and self.scoring is not None:
             raise InvalidParameterError(
                 f"{type(self).__name__}(cv='gcv') scores by generalised cross-validation, a squared-error "
@@ -209,10 +220,13 @@ class RidgeCV(RidgeCVMixin, RegressorMixin, BaseRidge):
     fit_intercept : bool, default=True
         Fit an unpenalised intercept.
     alpha_per_target : bool, default=False
-        With several targets, choose an alpha for each (also with k-fold, a
-        randfeat extension: each target's fold scores).
+        With several targets, choose an alpha for each (leave-one-out and
+        GCV only: with ``cv`` a number of folds or a splitter it raises a
+        ``ValueError``, as scikit-learn's).
     store_cv_results : bool, default=False
-        Keep ``cv_results_``.
+        Keep ``cv_results_`` (leave-one-out and GCV only: with ``cv`` a
+        number of folds or a splitter it raises a ``ValueError``, as
+        scikit-learn's).
     chunk_size : int or None, default=None
         Rows per chunk of features (None: as many as fit in 64 MiB).
     verbose : int, default=0
@@ -235,9 +249,7 @@ class RidgeCV(RidgeCVMixin, RegressorMixin, BaseRidge):
         (n_samples, n_targets, n_alphas) otherwise, holding the weighted
         squared leave-one-out errors (``scoring=None``) or the leave-one-out
         predictions (a scorer); with ``cv="gcv"``, the GCV errors, shape
-        (n_alphas,) or (n_targets, n_alphas); with k-fold (a randfeat
-        extension: scikit-learn stores none there), each row's held-out
-        prediction.
+        (n_alphas,) or (n_targets, n_alphas).
     features_ : feature map
         The fitted clone of ``features`` (only when ``features`` is given),
         with the chosen gamma when ``gammas`` is given.

@@ -128,7 +128,7 @@ def additive_chi2_feature_names(prefix, input_features, sample_steps):
     return np.asarray(names, dtype=object)
 
 
-_NEGATIVE = "Negative values in data passed to AdditiveChi2Sampler (input X)"
+_NEGATIVE = "Negative values in data passed to X in AdditiveChi2Sampler."  # scikit-learn's words
 
 
 def check_non_negative(X):

@@ -69,7 +69,7 @@ class RandomBinningFeatures(FeatureMap):
         that says why; use ``RandomFourierFeatures`` for them.
     gamma : float or 'scale', default='scale'
         Kernel parameter, as in ``sklearn.metrics.pairwise.laplacian_kernel``.
-        ``'scale'`` (the default since 0.2): ``1 / (n_features * mean|X - X.mean()|)``, the L1
+        ``'scale'`` (the default after 0.1.0): ``1 / (n_features * mean|X - X.mean()|)``, the L1
         counterpart of RBFSampler's ``1 / (n_features * X.var())`` (it makes
         γ‖x − y‖₁ of order one for typical pairs; see ``gamma_``).
     random_state : int, RandomState instance, Generator or None, default=None

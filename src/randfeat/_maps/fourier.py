@@ -138,7 +138,7 @@ class RandomFourierFeatures(FeatureMap):
         Kernel approximated; see ``randfeat.kernel_matrix`` for the formulas.
     gamma : float or 'scale', default='scale'
         Kernel parameter as in ``sklearn.metrics.pairwise``.  ``'scale'``
-        (the default since 0.2) means ``1 / (n_features * X.var())``, as
+        (the default after 0.1.0) means ``1 / (n_features * X.var())``, as
         scikit-learn's RBFSampler: of the order of one over typical squared
         distances, whatever the scale of X (a fixed ``gamma=1.0`` predicted
         the majority class on the Adult set).  The value used is ``gamma_``.

@@ -122,13 +122,17 @@ def block_cg(normal, B, alpha, preconditioner, *, tol, max_iter, log=None, X0=No
 
     if failed.any():
         bad = np.flatnonzero(failed)
-        why = "CG broke down (matrix not positive definite; is alpha > 0?)" if breakdown else (
-            f"CG did not converge within max_iter={max_iter} iterations"
-        )
+        if breakdown:
+            why = "CG broke down (matrix not positive definite; is alpha > 0?)"
+        elif n_iter[bad].max() < max_iter:  # tol=0: stopped at rounding level before max_iter
+            why = f"CG did not reach tol=0: it stopped at rounding level after {n_iter[bad].max()} iterations"
+        else:
+            why = f"CG did not converge within max_iter={max_iter} iterations"
         warnings.warn(
             f"{why}: relative residual reached {residual[bad].max():.3e} "
-            f"(tol={tol:g}) for target(s) {bad.tolist()}. Increase max_iter or tol, or alpha."
-            + (" (tol=0 asks for an exact solution, which rounding prevents.)" if tol == 0 else ""),
+            f"(tol={tol:g}) for target(s) {bad.tolist()}. "
+            + ("tol=0 asks for an exact solution, which rounding prevents: use a tol > 0 (e.g. 1e-12)."
+               if tol == 0 else "Increase max_iter or tol, or alpha."),
             ConvergenceWarning,
             stacklevel=5,
         )
@@ -178,8 +182,11 @@ def _shared_krylov_cg(normal, B, alpha, preconditioner, X, warm, tol, max_iter, 
     scale_rows(R, inv_diag, live_scale, Zr, part_rr, threads)
     broke = exhausted = False
     eps = np.finfo(dtype).eps
-    # tol = 0 asks for rounding level: the recursive residual gets there
-    # (it keeps falling after the true one has stalled).
+    # tol below rounding (0 included) stops at rounding level: the recursive
+    # residual gets there (it keeps falling after the true one has stalled;
+    # iterating on would only square denormals).  tol = 0 is then not reached
+    # (short of a zero residual) and, as scikit-learn's sparse_cg, the caller warns.
+    exact = tol == 0
     tol = max(tol, np.finfo(np.float64).eps)
     it = 0
     while True:
@@ -231,8 +238,9 @@ def _shared_krylov_cg(normal, B, alpha, preconditioner, X, warm, tol, max_iter, 
         # X += P step, R −= Q step, and the next Zr = M R with its norms.
         cg_step(X, R, P, Q, np.ascontiguousarray(TT @ PR), inv_diag, live_scale, Zr, part_rr, threads)
         n_iter[live] = it
-    # Exhausted below √eps is as converged as rounding allows.
-    failed = live & (residual > tol) & (not exhausted)
+    # Exhausted below √eps is as converged as rounding allows (tol = 0 is
+    # never reached short of a zero residual: scikit-learn's sparse_cg warns too).
+    failed = live & (((residual > tol) & (not exhausted)) | (exact & (residual > 0)))
     return X, n_iter, residual, failed, broke
 
 

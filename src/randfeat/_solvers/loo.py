@@ -74,13 +74,17 @@ def loo_residuals(dec, alphas, blocks, Y, w, n_threads):
     A = alphas.size
     base = 1.0 / dec.weight_sum if dec.centred else 0.0
     if dec.kind == "kernel":
-        shrink = np.where(dec.kept(alphas), lam / (lam + alphas[None, :]), 0.0)  # (N, A)
+        # Q is the whole N × N basis, so 1 − h_ii and r come from each direction's unfitted part
+        # α/(λ+α) (1 for a direction left out), not as 1 − (fitted part): at a small α, h_ii → 1 and
+        # 1 − h_ii would cancel (wide X: leave-one-out predictions off by ~1e-6 relative).  With an
+        # intercept, the null space (√w/‖√w‖ in it, λ = 0) holds the w_i/Σw term: subtracted from
+        # the unfitted part, it cancels only at the scale w_i/Σw ≈ 1/N.
+        rest = np.where(dec.kept(alphas), alphas[None, :] / (lam + alphas[None, :]), 1.0)  # (N, A)
         Q = dec.basis
-        lev = (Q * Q) @ shrink + base * w[:, None]
-        fitted = (Q @ (dec.u[:, :, None] * shrink[:, None, :]).reshape(Q.shape[1], -1)).reshape(len(w), -1, A)
-        sqw = np.sqrt(w)[:, None, None]
-        r = (Y - dec.y_mean)[:, :, None] - fitted / sqw
-        yield 0, len(w), r / (1.0 - lev)[:, None, :]
+        one_minus_lev = (Q * Q) @ rest - base * w[:, None]
+        unfitted = (Q @ (dec.u[:, :, None] * rest[:, None, :]).reshape(Q.shape[1], -1)).reshape(len(w), -1, A)
+        r = unfitted / np.sqrt(w)[:, None, None]
+        yield 0, len(w), r / one_minus_lev[:, None, :]
         return
     for s, e, Zb, _ in blocks:
         yield s, e, loo_block(dec, alphas, Zb, Y[s:e], w[s:e], n_threads)
