@@ -9,7 +9,7 @@ from sklearn.utils.multiclass import check_classification_targets
 
 from .._backends import for_input
 from .._core.params import fit_context
-from .._solvers.nystrom import DEFAULT_MEMORY_BUDGET
+from .._solvers.nystrom_preconditioner import DEFAULT_MEMORY_BUDGET
 from .base import BaseRidge
 from .partial import PartialFitMixin, available_with_reason, partial_fit_works
 from .targets import SignTargets
