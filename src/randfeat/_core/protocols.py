@@ -87,7 +87,16 @@ class InputSummary(ABC):
 
     @abstractmethod
     def rows(self, index):
-        """Return the validated rows ``index`` (an int array, any order) as an in-memory ndarray or CSR matrix."""
+        """Return the validated rows ``index`` (an int array, any order) as an in-memory ndarray or CSR matrix.
+
+        Parameters
+        ----------
+        index : ndarray of int
+
+        Returns
+        -------
+        ndarray or CSR matrix
+        """
 
     @abstractmethod
     def training_rows(self, max_rows, random_state):
@@ -97,6 +106,15 @@ class InputSummary(ABC):
         A Dask array: every row if there are at most ``max_rows``, else a
         uniform sample of ``max_rows`` rows without replacement drawn with
         ``random_state``, in row order, brought to the client.
+
+        Parameters
+        ----------
+        max_rows : int
+        random_state : numpy.random.Generator
+
+        Returns
+        -------
+        ndarray or CSR matrix
         """
 
     @abstractmethod

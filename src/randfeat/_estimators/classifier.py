@@ -15,7 +15,117 @@ from .partial import PartialFitMixin, available_with_reason, partial_fit_works
 from .targets import SignTargets
 
 
-class RidgeClassifier(ClassifierMixin, PartialFitMixin, BaseRidge):
+class _LeastSquaresClassifier(ClassifierMixin, BaseRidge):
+    """Fit and prediction of RidgeClassifier and RidgeClassifierCV: least squares on ±1 targets (not public).
+
+    ``partial_fit`` is added by ``RidgeClassifier`` alone (``PartialFitMixin``): the CV classifier
+    chooses alpha on all the rows at once, so it has none by construction.
+    """
+
+    #: Pickles of randfeat 0.1.0 (before class_weight) load with the default.
+    class_weight = None
+
+    _parameter_constraints: dict = {
+        **BaseRidge._parameter_constraints,
+        "class_weight": [dict, StrOptions({"balanced"}), None],
+    }
+
+    def __init__(
+        self,
+        alpha=1.0,
+        *,
+        features=None,
+        class_weight=None,
+        solver="auto",
+        fit_intercept=True,
+        tol=1e-6,
+        max_iter=None,
+        preconditioner="auto",
+        preconditioner_rank=None,
+        preconditioner_memory=DEFAULT_MEMORY_BUDGET,
+        chunk_size=None,
+        verbose=0,
+        n_jobs=None,
+    ):
+        super().__init__(
+            alpha, features=features, solver=solver, fit_intercept=fit_intercept, tol=tol, max_iter=max_iter,
+            preconditioner=preconditioner, preconditioner_rank=preconditioner_rank,
+            preconditioner_memory=preconditioner_memory, chunk_size=chunk_size, verbose=verbose, n_jobs=n_jobs,
+        )
+        self.class_weight = class_weight
+
+    @fit_context(prefer_skip_nested_validation=False)  # features= is fitted inside: let it validate itself
+    def fit(self, X, y, sample_weight=None):
+        """Fit one-vs-rest ridge regressions on ±1 targets.
+
+        Parameters
+        ----------
+        X : {array-like, CSR matrix} of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,) (or a label indicator matrix)
+        sample_weight : array-like of shape (n_samples,), optional
+
+        Returns
+        -------
+        self : RidgeClassifier
+        """
+        backend = for_input(X)  # in memory, or row blocks on Dask workers
+        X, y, sample_weight = backend.validate_fit(self, X, y, sample_weight, y_numeric=False)
+        targets = SignTargets(backend.labels(y), type(self).__name__)
+        sample_weight = backend.class_weighted(self.class_weight, y, sample_weight)
+        fit = backend.fit_ridge(self._settings(), self._feature_map(), X, y, sample_weight, targets)
+        self._label_binarizer = targets.binarizer
+        self.classes_ = targets.classes
+        self._store_fit(fit, targets.shape)
+        return self
+
+    def decision_function(self, X):
+        """Return the ±1-regression scores.
+
+        Parameters
+        ----------
+        X : {array-like, CSR matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        scores : ndarray of shape (n_samples,) for two classes, else (n_samples, n_classes)
+            Positive for the class (binary: for ``classes_[1]``).
+        """
+        return self._on_rows(RidgeClassifier._decision_function, X)
+
+    def _decision_function(self, X):
+        """``decision_function`` of rows in memory."""
+        _, out = self._decision(X)
+        return out[:, 0] if out.shape[1] == 1 else out
+
+    def predict(self, X):
+        """Return the class with the highest score (binary: score > 0).
+
+        Parameters
+        ----------
+        X : {array-like, CSR matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,)
+        """
+        return self._on_rows(RidgeClassifier._predict, X)
+
+    def _predict(self, X):
+        """``predict`` of rows in memory."""
+        scores = self._decision_function(X)
+        if self._label_binarizer.y_type_.startswith("multilabel"):
+            return self._label_binarizer.inverse_transform(np.where(scores > 0, 1, -1))
+        if scores.ndim == 1:
+            return self.classes_[(scores > 0).astype(int)]
+        return self.classes_[np.argmax(scores, axis=1)]
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_label = True
+        return tags
+
+
+class RidgeClassifier(PartialFitMixin, _LeastSquaresClassifier):
     """A kernel classifier at the cost of a linear one: least squares on ±1 targets, on random features.
 
     ``RidgeClassifier(features=RandomFourierFeatures(2000))`` is the
@@ -76,62 +186,6 @@ class RidgeClassifier(ClassifierMixin, PartialFitMixin, BaseRidge):
     >>> clf.predict([[0.0, 0.0], [2.0, 2.0]])
     array([0, 1])
     """
-
-    #: Pickles of randfeat 0.1.0 (before class_weight) load with the default.
-    class_weight = None
-
-    _parameter_constraints: dict = {
-        **BaseRidge._parameter_constraints,
-        "class_weight": [dict, StrOptions({"balanced"}), None],
-    }
-
-    def __init__(
-        self,
-        alpha=1.0,
-        *,
-        features=None,
-        class_weight=None,
-        solver="auto",
-        fit_intercept=True,
-        tol=1e-6,
-        max_iter=None,
-        preconditioner="auto",
-        preconditioner_rank=None,
-        preconditioner_memory=DEFAULT_MEMORY_BUDGET,
-        chunk_size=None,
-        verbose=0,
-        n_jobs=None,
-    ):
-        super().__init__(
-            alpha, features=features, solver=solver, fit_intercept=fit_intercept, tol=tol, max_iter=max_iter,
-            preconditioner=preconditioner, preconditioner_rank=preconditioner_rank,
-            preconditioner_memory=preconditioner_memory, chunk_size=chunk_size, verbose=verbose, n_jobs=n_jobs,
-        )
-        self.class_weight = class_weight
-
-    @fit_context(prefer_skip_nested_validation=False)  # features= is fitted inside: let it validate itself
-    def fit(self, X, y, sample_weight=None):
-        """Fit one-vs-rest ridge regressions on ±1 targets.
-
-        Parameters
-        ----------
-        X : {array-like, CSR matrix} of shape (n_samples, n_features)
-        y : array-like of shape (n_samples,) (or a label indicator matrix)
-        sample_weight : array-like of shape (n_samples,), optional
-
-        Returns
-        -------
-        self : RidgeClassifier
-        """
-        backend = for_input(X)  # in memory, or row blocks on Dask workers
-        X, y, sample_weight = backend.validate_fit(self, X, y, sample_weight, y_numeric=False)
-        targets = SignTargets(backend.labels(y), type(self).__name__)
-        sample_weight = backend.class_weighted(self.class_weight, y, sample_weight)
-        fit = backend.fit_ridge(self._settings(), self._feature_map(), X, y, sample_weight, targets)
-        self._label_binarizer = targets.binarizer
-        self.classes_ = targets.classes
-        self._store_fit(fit, targets.shape)
-        return self
 
     @available_with_reason(partial_fit_works)
     def partial_fit(self, X, y, classes=None, sample_weight=None):
@@ -205,49 +259,3 @@ class RidgeClassifier(ClassifierMixin, PartialFitMixin, BaseRidge):
             est._store_fit(fit, "binary" if len(binarizer.classes_) == 2 else "2d")
 
         return self._partial_fit_transaction(update)
-
-    def decision_function(self, X):
-        """Return the ±1-regression scores.
-
-        Parameters
-        ----------
-        X : {array-like, CSR matrix} of shape (n_samples, n_features)
-
-        Returns
-        -------
-        scores : ndarray of shape (n_samples,) for two classes, else (n_samples, n_classes)
-            Positive for the class (binary: for ``classes_[1]``).
-        """
-        return self._on_rows(RidgeClassifier._decision_function, X)
-
-    def _decision_function(self, X):
-        """``decision_function`` of rows in memory."""
-        _, out = self._decision(X)
-        return out[:, 0] if out.shape[1] == 1 else out
-
-    def predict(self, X):
-        """Return the class with the highest score (binary: score > 0).
-
-        Parameters
-        ----------
-        X : {array-like, CSR matrix} of shape (n_samples, n_features)
-
-        Returns
-        -------
-        y_pred : ndarray of shape (n_samples,)
-        """
-        return self._on_rows(RidgeClassifier._predict, X)
-
-    def _predict(self, X):
-        """``predict`` of rows in memory."""
-        scores = self._decision_function(X)
-        if self._label_binarizer.y_type_.startswith("multilabel"):
-            return self._label_binarizer.inverse_transform(np.where(scores > 0, 1, -1))
-        if scores.ndim == 1:
-            return self.classes_[(scores > 0).astype(int)]
-        return self.classes_[np.argmax(scores, axis=1)]
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.classifier_tags.multi_label = True
-        return tags

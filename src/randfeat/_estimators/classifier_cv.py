@@ -7,12 +7,12 @@ from sklearn.utils._param_validation import InvalidParameterError, StrOptions
 
 from .._backends import for_input
 from .._core.params import fit_context
-from .classifier import RidgeClassifier
+from .classifier import _LeastSquaresClassifier
 from .ridge_cv import RidgeCVMixin
 from .targets import SignTargets
 
 
-class RidgeClassifierCV(RidgeCVMixin, RidgeClassifier):
+class RidgeClassifierCV(RidgeCVMixin, _LeastSquaresClassifier):
     """A kernel classifier with alpha and gamma chosen for you: RidgeClassifier with RidgeCV's selection.
 
     ``RidgeClassifierCV(alphas=np.logspace(-4, 2, 7), gammas="auto",
@@ -69,8 +69,6 @@ class RidgeClassifierCV(RidgeCVMixin, RidgeClassifier):
     >>> clf.coef_.shape, bool(clf.best_score_ > 0.9)
     ((300,), True)
     """
-
-    _supports_partial_fit = False  # alpha (and gamma) are chosen on all the rows at once
 
     #: Pickles of randfeat 0.1.0 (before class_weight) load with the default.
     class_weight = None

@@ -66,13 +66,10 @@ def partial_fit_works(est):
     """True where ``partial_fit`` works (``available_if``); raises a ValueError that says why where it does not.
 
     It merges Gram statistics and solves by Cholesky: not for ``solver="cg"``,
-    not for sparse feature maps (binning), not for the CV estimators (they
-    choose alpha on all the rows at once).
+    not for sparse feature maps (binning).  The CV estimators have no
+    ``partial_fit`` at all (they choose alpha on all the rows at once).
     """
     name = type(est).__name__
-    if not est._supports_partial_fit:
-        raise ValueError(f"{name} chooses alpha (and gamma) on all the rows at once: it cannot update from a "
-                         f"block. Choose alpha with {name}.fit, then use {name.replace('CV', '')}(alpha=...).partial_fit.")
     if est.solver == "cg":
         raise ValueError(
             f"{name}.partial_fit solves from merged Gram statistics (Cholesky); "
@@ -93,10 +90,6 @@ class PartialFitMixin:
     ``partial_fit`` is offered (scikit-learn's ``available_if``) only where it
     works: ``partial_fit_works``.
     """
-
-    #: Subclasses that choose hyper-parameters by refitting (RidgeClassifierCV)
-    #: cannot update from a block: ``partial_fit`` is then absent.
-    _supports_partial_fit = True
 
     def _partial_fit_transaction(self, update):
         """Validate the parameters, run ``update(est)`` on a shadow, swap its state in (``params.transaction``).

@@ -80,10 +80,10 @@ class MapState:
     The state's arrays (a sparse part's data and index arrays too) are then
     made read-only, so what was checked is what the kernels read.
 
-    Attributes
+    Parameters
     ----------
     n_features_out : int
-        The width of the features.
+        The width of the features (subclasses add their fields after it).
     """
 
     n_features_out: int
