@@ -6,7 +6,7 @@ import scipy.sparse as sp
 from sklearn.utils._param_validation import InvalidParameterError
 
 from randfeat import RandomBinningFeatures, Ridge, RidgeClassifier
-from randfeat._solvers import nystrom as _nystrom
+from randfeat._solvers import nystrom_preconditioner as _nystrom
 from randfeat._solvers import precond as _precond
 from randfeat._solvers.cg import block_cg
 from randfeat._solvers.cg_path import cg_ridge, cg_ridge_path
