@@ -6,11 +6,14 @@ is computed at load time from fixed cut points.  Public entry point:
 :func:`randfeat.datasets.load_adult`.
 """
 
+from __future__ import annotations
+
 import functools
 import gzip
 import hashlib
 import importlib.resources
 import re
+from typing import Any, Union
 
 import numpy as np
 import scipy.sparse as sp
@@ -205,7 +208,8 @@ def _descr(encoding, subset):
 _SUBSETS = ("train", "test", "all")
 
 
-def load_adult(*, subset="train", encoding="a9a", return_X_y=False, as_frame=False):
+def load_adult(*, subset: str = "train", encoding: str = "a9a", return_X_y: bool = False,
+               as_frame: bool = False) -> Union[Bunch, tuple[Any, Any]]:
     """Load the UCI Adult data set (shipped with randfeat; no download).
 
     Income above $50,000 from the 1994 US census: 32,561 training and

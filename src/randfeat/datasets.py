@@ -35,12 +35,17 @@ data of this character; they are not the paper's numbers on the real sets
 (``bench/table1.py`` runs the real Adult set too; ``--data`` takes the others).
 """
 
+from __future__ import annotations
+
 import numbers as _numbers
+from typing import Optional as _Optional
 
 import numpy as _np
 import scipy.sparse as _sp
 
 from ._adult import load_adult
+from ._core.types import RandomState as _RandomState
+from ._core.types import SparseMatrix as _SparseMatrix
 
 __all__ = ["load_adult", "make_census_like", "make_adult_like", "make_forest_like", "make_letter_like"]
 
@@ -92,7 +97,8 @@ def _sigmoid(t):
 
 
 # --------------------------------------------------------------------- census
-def make_census_like(n_samples=None, *, random_state=0):
+def make_census_like(n_samples: _Optional[int] = None, *,
+                     random_state: _RandomState = 0) -> tuple[_np.ndarray, _np.ndarray]:
     """Census-like regression data: 18,000 rows × 119 dense features.
 
     The paper's Census set (Delve census-house) describes small areas by
@@ -155,7 +161,8 @@ _ADULT_CARDINALITIES = (5, 8, 5, 16, 5, 7, 14, 6, 5, 2, 2, 2, 5, 41)
 _ADULT_MISSABLE = (1, 6, 13)  # workclass, occupation, country have "?" in adult
 
 
-def make_adult_like(n_samples=None, *, random_state=0):
+def make_adult_like(n_samples: _Optional[int] = None, *,
+                     random_state: _RandomState = 0) -> tuple[_SparseMatrix, _np.ndarray]:
     """Adult-like binary classification: 32,000 rows × 123 sparse binary columns.
 
     Like LIBSVM's a9a: each row has 14 categorical attributes (age band,
@@ -289,7 +296,8 @@ def _tree_paths(X, feat, thr, depth):
     return path
 
 
-def make_forest_like(n_samples=None, *, random_state=0, label_noise=0.02, tree_depth=7):
+def make_forest_like(n_samples: _Optional[int] = None, *, random_state: _RandomState = 0, label_noise: float = 0.02,
+                     tree_depth: int = 7) -> tuple[_np.ndarray, _np.ndarray]:
     """Forest-Cover-like 7-class data: 522,000 rows × 54 features.
 
     Columns as in covtype (LIBSVM's scaled copy): 10 continuous features in
@@ -400,7 +408,8 @@ def make_forest_like(n_samples=None, *, random_state=0, label_noise=0.02, tree_d
 _LETTER_ROWS, _LETTER_FEATURES, _LETTER_CLASSES, _LETTER_FONTS, _LETTER_VARIANTS = 20000, 16, 26, 20, 5
 
 
-def make_letter_like(n_samples=None, *, random_state=0):
+def make_letter_like(n_samples: _Optional[int] = None, *,
+                     random_state: _RandomState = 0) -> tuple[_np.ndarray, _np.ndarray]:
     """Letter-recognition-like 26-class data: 20,000 rows × 16 integer features in [0, 15].
 
     The shape of UCI Letter (Slate 1991): 26 capital letters drawn in 20

@@ -1,11 +1,14 @@
 """``show_config``: what a user pastes into a bug report."""
 
+from __future__ import annotations
+
 import ctypes
 import importlib
 import importlib.util
 import os
 import platform
 import sys
+from typing import Any, Optional, TextIO
 
 import numpy as np
 
@@ -110,7 +113,7 @@ def _openmp_runtime():
     return records
 
 
-def get_config():
+def get_config() -> dict[str, Any]:
     """Return randfeat's build and runtime configuration as a dict.
 
     Returns
@@ -163,7 +166,7 @@ def _owner(filepath):
     return "the system"
 
 
-def show_config(file=None):
+def show_config(file: Optional[TextIO] = None) -> None:
     """Print randfeat's version, OpenMP status, thread count, BLAS and SIMD paths.
 
     This is what to paste into a bug report.

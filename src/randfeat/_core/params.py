@@ -18,16 +18,21 @@ The feature maps' base class is the feature-map contract,
 ``randfeat._maps.contract.FeatureMap``.
 """
 
+from __future__ import annotations
+
 import functools
 import threading
 import weakref
 from numbers import Integral
+from typing import Any, Callable, TypeVar
 
 from sklearn.base import _fit_context
 from sklearn.utils._param_validation import InvalidParameterError, validate_parameter_constraints
 
 from .threads import effective_n_threads
 from .validation import N_JOBS_ZERO
+
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 
 def _fitted_attribute_names(estimator):
@@ -77,7 +82,7 @@ def transaction(estimator, update, *, drop_fitted):
     return estimator if result is shadow else result
 
 
-def fit_context(*, prefer_skip_nested_validation):
+def fit_context(*, prefer_skip_nested_validation: bool) -> Callable[[_F], _F]:
     """Decorate a ``fit``/``fit_transform``: validate parameters, fit, all or nothing, swapped in at once.
 
     scikit-learn's ``_fit_context`` runs ``_validate_params`` before the
@@ -100,14 +105,14 @@ def fit_context(*, prefer_skip_nested_validation):
     decorator : callable
     """
 
-    def decorator(fit_method):
+    def decorator(fit_method: _F) -> _F:
         validated = _fit_context(prefer_skip_nested_validation=prefer_skip_nested_validation)(fit_method)
 
         @functools.wraps(fit_method)
         def fit_transaction(estimator, *args, **kwargs):
             return transaction(estimator, lambda shadow: validated(shadow, *args, **kwargs), drop_fitted=True)
 
-        return fit_transaction
+        return fit_transaction  # type: ignore[return-value]  # functools.wraps keeps the signature
 
     return decorator
 

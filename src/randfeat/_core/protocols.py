@@ -15,8 +15,14 @@ them, because the solvers and the backends ask maps through them without
 importing the maps.
 """
 
+from __future__ import annotations
+
 import enum
 from abc import ABC, abstractmethod
+
+import numpy as np
+
+from .types import NDArray, Rows
 
 
 class OutputKind(enum.Enum):
@@ -74,19 +80,19 @@ class InputSummary(ABC):
 
     @property
     @abstractmethod
-    def dtype(self):
+    def dtype(self) -> np.dtype[np.floating]:
         """The float dtype of the validated input."""
 
     @abstractmethod
-    def entry_variance(self):
+    def entry_variance(self) -> tuple[float, float]:
         """Return ``(s, v)``: the variance of all n·d entries is s²·v (``randfeat._maps.gamma.entry_variance``)."""
 
     @abstractmethod
-    def entry_mean_abs_deviation(self):
+    def entry_mean_abs_deviation(self) -> tuple[float, float]:
         """Return ``(s, m)``: the mean absolute deviation of all entries is s·m."""
 
     @abstractmethod
-    def rows(self, index):
+    def rows(self, index: NDArray[np.integer]) -> Rows:
         """Return the validated rows ``index`` (an int array, any order) as an in-memory ndarray or CSR matrix.
 
         Parameters
@@ -99,7 +105,7 @@ class InputSummary(ABC):
         """
 
     @abstractmethod
-    def training_rows(self, max_rows, random_state):
+    def training_rows(self, max_rows: int, random_state: np.random.Generator) -> Rows:
         """Return the rows a map that fits on data reads (a wrapped scikit-learn transformer).
 
         In memory: every row (the map is fitted as scikit-learn would fit it).
@@ -118,5 +124,5 @@ class InputSummary(ABC):
         """
 
     @abstractmethod
-    def column_range(self):
+    def column_range(self) -> tuple[np.ndarray, np.ndarray]:
         """Return ``(lo, hi)``: each column's minimum and maximum, in the input's dtype (a CSR's zeros included)."""

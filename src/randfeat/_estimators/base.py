@@ -1,9 +1,12 @@
 """What Ridge, RidgeClassifier and their CV estimators share: parameters, the settings they hand the pipeline,
 storing its result, and predicting from the fitted coefficients."""
 
+from __future__ import annotations
+
 import functools
 import sys
 from numbers import Integral, Real
+from typing import Optional
 
 from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import HasMethods, StrOptions
@@ -13,6 +16,7 @@ from .._backends import for_input
 from .._backends.in_memory import IN_MEMORY
 from .._core.params import ValidatedParamsMixin
 from .._core.threads import effective_n_threads
+from .._core.types import Float, Transformer
 from .._core.validation import N_JOBS, Interval, validate_X
 from .._maps.contract import FeatureMap
 from .._maps.transformer import as_feature_map
@@ -42,20 +46,20 @@ class BaseRidge(ValidatedParamsMixin, BaseEstimator):
 
     def __init__(
         self,
-        alpha=1.0,
+        alpha: Float = 1.0,
         *,
-        features=None,
-        solver="auto",
-        fit_intercept=True,
-        tol=1e-6,
-        max_iter=None,
-        preconditioner="auto",
-        preconditioner_rank=None,
-        preconditioner_memory=DEFAULT_MEMORY_BUDGET,
-        chunk_size=None,
-        verbose=0,
-        n_jobs=None,
-    ):
+        features: FeatureMap | Transformer | None = None,
+        solver: str = "auto",
+        fit_intercept: bool = True,
+        tol: Float = 1e-6,
+        max_iter: Optional[int] = None,
+        preconditioner: str = "auto",
+        preconditioner_rank: Optional[int] = None,
+        preconditioner_memory: int = DEFAULT_MEMORY_BUDGET,
+        chunk_size: Optional[int] = None,
+        verbose: int = 0,
+        n_jobs: Optional[int] = None,
+    ) -> None:
         self.alpha = alpha
         self.features = features
         self.solver = solver

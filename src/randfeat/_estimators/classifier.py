@@ -1,5 +1,9 @@
 """RidgeClassifier: the least-squares classifier on ±1 targets, one-vs-rest, on (random) features."""
 
+from __future__ import annotations
+
+from typing import Any, Optional, Union
+
 import numpy as np
 from sklearn.base import ClassifierMixin
 from sklearn.preprocessing import LabelBinarizer
@@ -9,6 +13,8 @@ from sklearn.utils.multiclass import check_classification_targets
 
 from .._backends import for_input
 from .._core.params import fit_context
+from .._core.types import ArrayLike, Float, MatrixLike, Predictions, Self, Transformer
+from .._maps.contract import FeatureMap
 from .._solvers.nystrom_preconditioner import DEFAULT_MEMORY_BUDGET
 from .base import BaseRidge
 from .partial import PartialFitMixin, available_with_reason, partial_fit_works
@@ -32,21 +38,21 @@ class _LeastSquaresClassifier(ClassifierMixin, BaseRidge):
 
     def __init__(
         self,
-        alpha=1.0,
+        alpha: Float = 1.0,
         *,
-        features=None,
-        class_weight=None,
-        solver="auto",
-        fit_intercept=True,
-        tol=1e-6,
-        max_iter=None,
-        preconditioner="auto",
-        preconditioner_rank=None,
-        preconditioner_memory=DEFAULT_MEMORY_BUDGET,
-        chunk_size=None,
-        verbose=0,
-        n_jobs=None,
-    ):
+        features: FeatureMap | Transformer | None = None,
+        class_weight: Union[dict[Any, Float], str, None] = None,
+        solver: str = "auto",
+        fit_intercept: bool = True,
+        tol: Float = 1e-6,
+        max_iter: Optional[int] = None,
+        preconditioner: str = "auto",
+        preconditioner_rank: Optional[int] = None,
+        preconditioner_memory: int = DEFAULT_MEMORY_BUDGET,
+        chunk_size: Optional[int] = None,
+        verbose: int = 0,
+        n_jobs: Optional[int] = None,
+    ) -> None:
         super().__init__(
             alpha, features=features, solver=solver, fit_intercept=fit_intercept, tol=tol, max_iter=max_iter,
             preconditioner=preconditioner, preconditioner_rank=preconditioner_rank,
@@ -55,7 +61,7 @@ class _LeastSquaresClassifier(ClassifierMixin, BaseRidge):
         self.class_weight = class_weight
 
     @fit_context(prefer_skip_nested_validation=False)  # features= is fitted inside: let it validate itself
-    def fit(self, X, y, sample_weight=None):
+    def fit(self, X: MatrixLike, y: ArrayLike, sample_weight: Optional[ArrayLike] = None) -> Self:
         """Fit one-vs-rest ridge regressions on ±1 targets.
 
         Parameters
@@ -78,7 +84,7 @@ class _LeastSquaresClassifier(ClassifierMixin, BaseRidge):
         self._store_fit(fit, targets.shape)
         return self
 
-    def decision_function(self, X):
+    def decision_function(self, X: MatrixLike) -> Predictions:
         """Return the ±1-regression scores.
 
         Parameters
@@ -97,7 +103,7 @@ class _LeastSquaresClassifier(ClassifierMixin, BaseRidge):
         _, out = self._decision(X)
         return out[:, 0] if out.shape[1] == 1 else out
 
-    def predict(self, X):
+    def predict(self, X: MatrixLike) -> Predictions:
         """Return the class with the highest score (binary: score > 0).
 
         Parameters
@@ -188,7 +194,8 @@ class RidgeClassifier(PartialFitMixin, _LeastSquaresClassifier):
     """
 
     @available_with_reason(partial_fit_works)
-    def partial_fit(self, X, y, classes=None, sample_weight=None):
+    def partial_fit(self, X: MatrixLike, y: ArrayLike, classes: Optional[ArrayLike] = None,
+                    sample_weight: Optional[ArrayLike] = None) -> Self:
         """Update the classifier with a block of rows: exactly ``fit`` on all the blocks seen so far.
 
         As :meth:`randfeat.Ridge.partial_fit` (merged statistics, Cholesky

@@ -1,5 +1,10 @@
 """RidgeClassifierCV: the ridge classifier with alpha (and gamma) chosen without refitting."""
 
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any, Optional, Union
+
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.metrics import check_scoring
@@ -7,6 +12,8 @@ from sklearn.utils._param_validation import InvalidParameterError, StrOptions
 
 from .._backends import for_input
 from .._core.params import fit_context
+from .._core.types import ArrayLike, Float, MatrixLike, Self, Transformer
+from .._maps.contract import FeatureMap
 from .classifier import _LeastSquaresClassifier
 from .ridge_cv import RidgeCVMixin
 from .targets import SignTargets
@@ -80,20 +87,20 @@ class RidgeClassifierCV(RidgeCVMixin, _LeastSquaresClassifier):
 
     def __init__(
         self,
-        alphas=(0.1, 1.0, 10.0),
+        alphas: ArrayLike = (0.1, 1.0, 10.0),
         *,
-        features=None,
-        gammas=None,
-        cv=None,
-        scoring=None,
-        fit_intercept=True,
-        alpha_per_target=False,
-        store_cv_results=False,
-        class_weight=None,
-        chunk_size=None,
-        verbose=0,
-        n_jobs=None,
-    ):
+        features: FeatureMap | Transformer | None = None,
+        gammas: Union[ArrayLike, str, None] = None,
+        cv: Union[int, str, Iterable[Any], Any, None] = None,
+        scoring: Union[str, Callable[..., Any], None] = None,
+        fit_intercept: bool = True,
+        alpha_per_target: bool = False,
+        store_cv_results: bool = False,
+        class_weight: Union[dict[Any, Float], str, None] = None,
+        chunk_size: Optional[int] = None,
+        verbose: int = 0,
+        n_jobs: Optional[int] = None,
+    ) -> None:
         super().__init__(
             alphas, features=features, gammas=gammas, cv=cv, scoring=scoring, fit_intercept=fit_intercept,
             alpha_per_target=alpha_per_target, store_cv_results=store_cv_results, chunk_size=chunk_size,
@@ -109,7 +116,7 @@ class RidgeClassifierCV(RidgeCVMixin, _LeastSquaresClassifier):
             )
 
     @fit_context(prefer_skip_nested_validation=False)  # features= is fitted inside: let it validate itself
-    def fit(self, X, y, sample_weight=None):
+    def fit(self, X: MatrixLike, y: ArrayLike, sample_weight: Optional[ArrayLike] = None) -> Self:
         """Choose alpha and fit one-vs-rest ridge regressions on ±1 targets at it.
 
         Parameters

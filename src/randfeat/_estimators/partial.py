@@ -6,7 +6,10 @@ after any sequence of blocks the model is the one ``fit`` gives on their
 concatenation.
 """
 
+from __future__ import annotations
+
 import time
+from typing import Any, Callable, TypeVar
 
 import numpy as np
 import scipy.sparse as sp
@@ -28,6 +31,9 @@ _BINNING_PARTIAL_FIT = (
 )
 
 
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
 class _AvailableWithReason(_AvailableIfDescriptor):
     """scikit-learn's ``available_if`` whose AttributeError says why the method is absent.
 
@@ -46,7 +52,7 @@ class _AvailableWithReason(_AvailableIfDescriptor):
             raise AttributeError(f"This {owner.__name__!r} has no attribute {self.attribute_name!r}")
 
 
-def available_with_reason(check):
+def available_with_reason(check: Callable[[Any], bool]) -> Callable[[_F], _F]:
     """``sklearn.utils.metaestimators.available_if`` with the check's ValueError message in the AttributeError.
 
     Parameters
@@ -59,7 +65,7 @@ def available_with_reason(check):
     -------
     decorator : callable
     """
-    return lambda fn: _AvailableWithReason(fn, check, attribute_name=fn.__name__)
+    return lambda fn: _AvailableWithReason(fn, check, attribute_name=fn.__name__)  # type: ignore[return-value]
 
 
 def partial_fit_works(est):

@@ -6,6 +6,9 @@ the backend ``randfeat._backends.for_input(X)`` picks: in memory or on
 Dask workers) and stores the result (``base.py``).
 """
 
+from __future__ import annotations
+
+from typing import Optional
 
 import numpy as np
 from sklearn.base import RegressorMixin
@@ -14,6 +17,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._backends import for_input
 from .._backends.in_memory import IN_MEMORY
 from .._core.params import fit_context
+from .._core.types import ArrayLike, MatrixLike, Predictions, Self
 from .base import BaseRidge
 from .partial import PartialFitMixin, available_with_reason, partial_fit_works
 from .targets import RealTargets
@@ -123,7 +127,7 @@ class Ridge(RegressorMixin, PartialFitMixin, BaseRidge):
     """
 
     @fit_context(prefer_skip_nested_validation=False)  # features= is fitted inside: let it validate itself
-    def fit(self, X, y, sample_weight=None):
+    def fit(self, X: MatrixLike, y: ArrayLike, sample_weight: Optional[ArrayLike] = None) -> Self:
         """Fit the model.
 
         Parameters
@@ -145,7 +149,7 @@ class Ridge(RegressorMixin, PartialFitMixin, BaseRidge):
         return self
 
     @available_with_reason(partial_fit_works)
-    def partial_fit(self, X, y, sample_weight=None):
+    def partial_fit(self, X: MatrixLike, y: ArrayLike, sample_weight: Optional[ArrayLike] = None) -> Self:
         """Update the model with a block of rows: exactly ``fit`` on all the blocks seen so far.
 
         Each call adds the block's sufficient statistics (centred Gram
@@ -195,7 +199,7 @@ class Ridge(RegressorMixin, PartialFitMixin, BaseRidge):
 
         return self._partial_fit_transaction(update)
 
-    def predict(self, X, return_std=False):
+    def predict(self, X: MatrixLike, return_std: bool = False) -> Predictions:
         """Predict with the fitted model.
 
         Parameters

@@ -6,8 +6,12 @@ backend ``randfeat._backends.for_input(X)`` picks) and stores the result.
 ``RidgeClassifierCV`` (``classifier_cv.py``) shares ``RidgeCVMixin``.
 """
 
+from __future__ import annotations
+
 import functools
+from collections.abc import Callable, Iterable
 from numbers import Integral, Real
+from typing import Any, Optional, Union
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin, is_classifier
@@ -17,6 +21,7 @@ from sklearn.utils import check_scalar
 
 from .._backends import for_input
 from .._core.params import fit_context
+from .._core.types import ArrayLike, MatrixLike, Predictions, Self, Transformer
 from .._core.validation import N_JOBS, Interval
 from .._core.protocols import MapCapability
 from .._maps.contract import FeatureMap
@@ -45,19 +50,19 @@ class RidgeCVMixin:
 
     def __init__(
         self,
-        alphas=(0.1, 1.0, 10.0),
+        alphas: ArrayLike = (0.1, 1.0, 10.0),
         *,
-        features=None,
-        gammas=None,
-        cv=None,
-        scoring=None,
-        fit_intercept=True,
-        alpha_per_target=False,
-        store_cv_results=False,
-        chunk_size=None,
-        verbose=0,
-        n_jobs=None,
-    ):
+        features: FeatureMap | Transformer | None = None,
+        gammas: Union[ArrayLike, str, None] = None,
+        cv: Union[int, str, Iterable[Any], Any, None] = None,
+        scoring: Union[str, Callable[..., Any], None] = None,
+        fit_intercept: bool = True,
+        alpha_per_target: bool = False,
+        store_cv_results: bool = False,
+        chunk_size: Optional[int] = None,
+        verbose: int = 0,
+        n_jobs: Optional[int] = None,
+    ) -> None:
         self.alphas = alphas
         self.features = features
         self.gammas = gammas
@@ -283,7 +288,7 @@ class RidgeCV(RidgeCVMixin, RegressorMixin, BaseRidge):
     _parameter_constraints = RidgeCVMixin._parameter_constraints
 
     @fit_context(prefer_skip_nested_validation=False)  # features= is fitted inside: let it validate itself
-    def fit(self, X, y, sample_weight=None):
+    def fit(self, X: MatrixLike, y: ArrayLike, sample_weight: Optional[ArrayLike] = None) -> Self:
         """Choose alpha and fit the model at it.
 
         Parameters
@@ -316,7 +321,7 @@ class RidgeCV(RidgeCVMixin, RegressorMixin, BaseRidge):
         return np.array([scorer(_IdentityRegressor(), pred[:, 0, i] if squeeze else pred[:, :, i],
                                 y_true[:, 0] if squeeze else y_true, **params) for i in range(A)])
 
-    def predict(self, X):
+    def predict(self, X: MatrixLike) -> Predictions:
         """Predict with the model fitted at the chosen alpha.
 
         Parameters

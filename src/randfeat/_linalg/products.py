@@ -1,9 +1,14 @@
 """The one place that picks a ``FeatureOperator`` for a matrix (``make_products``, ``prepare_problem``), and the row-independent product."""
 
+from __future__ import annotations
+
+from typing import Optional
+
 import numpy as np
 import scipy.sparse as sp
 
 from .._core.threads import effective_n_threads
+from .._core.types import ArrayLike, MatrixLike
 from .._ext import _fourier_fast
 from .csr import SparseProducts
 from .dense import DenseProducts, gemm_ready
@@ -11,7 +16,7 @@ from .onehot import OneHotBlockProducts, block_major_bins, onehot_layout
 from .rowmerge import merged_problem
 
 
-def row_products(Z, W, n_threads=None):
+def row_products(Z: MatrixLike, W: ArrayLike, n_threads: Optional[int] = None) -> np.ndarray:
     """Return Z @ W with each row's result independent of the other rows and of ``n_threads``.
 
     Public as ``randfeat.row_products``: the product a feature map that

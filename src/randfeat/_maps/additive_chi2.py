@@ -233,7 +233,8 @@ class AdditiveChi2Sampler(FeatureMap):
         "n_jobs": N_JOBS,
     }
 
-    def __init__(self, *, sample_steps=2, sample_interval=None, n_jobs=None):
+    def __init__(self, *, sample_steps: int = 2, sample_interval: float | np.floating | None = None,
+                 n_jobs: int | None = None) -> None:
         self.sample_steps = sample_steps
         self.sample_interval = sample_interval
         self.n_jobs = n_jobs
@@ -255,7 +256,7 @@ class AdditiveChi2Sampler(FeatureMap):
         check_non_negative(X)
         return additive_chi2_features(X, state.sample_steps, state.sample_interval, n_threads)
 
-    def transform(self, X):
+    def transform(self, X: "np.typing.ArrayLike | sp.spmatrix | sp.sparray") -> "np.ndarray | sp.spmatrix":
         """Apply the approximate feature map to X (fitted or not, as scikit-learn).
 
         Parameters
@@ -272,7 +273,7 @@ class AdditiveChi2Sampler(FeatureMap):
             return clone(self).fit_transform(X)
         return super().transform(X)
 
-    def get_feature_names_out(self, input_features=None):
+    def get_feature_names_out(self, input_features: "np.typing.ArrayLike | None" = None) -> np.ndarray:
         """Get output feature names: scikit-learn's ``{name}_sqrt``, ``{name}_cos{j}``, ``{name}_sin{j}``.
 
         Parameters

@@ -8,8 +8,11 @@ vocabulary of a set of rows is the sorted union of its blocks' vocabularies:
 bin sets on the workers.
 """
 
+from __future__ import annotations
+
 import dataclasses
 from numbers import Integral
+from typing import Optional, Union
 
 import numpy as np
 import scipy.sparse as sp
@@ -18,6 +21,7 @@ from sklearn.utils.validation import check_array
 
 from .._core.memory_budget import check_memory
 from .._core.protocols import MapCapability, OutputKind
+from .._core.types import Features, Float, MatrixLike, RandomState, Self
 from .._core.validation import N_JOBS, Interval, as_generator
 from .._ext import _binning_fast
 from .binning_state import LANES as _LANES
@@ -151,7 +155,8 @@ class RandomBinningFeatures(FeatureMap):
         "n_jobs": N_JOBS,
     }
 
-    def __init__(self, n_grids=30, *, kernel="laplacian", gamma="scale", random_state=None, n_jobs=None):
+    def __init__(self, n_grids: int = 30, *, kernel: str = "laplacian", gamma: Union[Float, str] = "scale",
+                 random_state: RandomState = None, n_jobs: Optional[int] = None) -> None:
         self.n_grids = n_grids
         self.kernel = kernel
         self.gamma = gamma
@@ -159,7 +164,7 @@ class RandomBinningFeatures(FeatureMap):
         self.n_jobs = n_jobs
 
     # ----------------------------------------------------------------- the API
-    def fit(self, X, y=None):
+    def fit(self, X: MatrixLike, y: object = None) -> Self:
         """Draw the grids and build the vocabulary of bins occupied by X.
 
         Parameters
@@ -175,7 +180,7 @@ class RandomBinningFeatures(FeatureMap):
         """
         return super().fit(X, y)
 
-    def fit_transform(self, X, y=None):
+    def fit_transform(self, X: MatrixLike, y: object = None) -> Features:
         """Fit to X and return its features, binning X only once.
 
         Parameters
@@ -191,7 +196,7 @@ class RandomBinningFeatures(FeatureMap):
         """
         return super().fit_transform(X, y)
 
-    def transform(self, X):
+    def transform(self, X: MatrixLike) -> Features:
         """Map X to its binning features.
 
         Parameters
@@ -209,32 +214,32 @@ class RandomBinningFeatures(FeatureMap):
 
     # ------------------------------------------------------- fitted attributes
     @property
-    def pitches_(self):
+    def pitches_(self) -> np.ndarray:
         """ndarray of shape (n_grids, n_features): the bin widths δ."""
         return self._fitted_state().pitches
 
     @property
-    def offsets_(self):
+    def offsets_(self) -> np.ndarray:
         """ndarray of shape (n_grids, n_features): the grid shifts u."""
         return self._fitted_state().offsets
 
     @property
-    def bin_hashes_(self):
+    def bin_hashes_(self) -> np.ndarray:
         """ndarray of uint64, one per output column: the vocabulary, sorted per grid."""
         return self._fitted_state().vocabulary[0]
 
     @property
-    def grid_offsets_(self):
+    def grid_offsets_(self) -> np.ndarray:
         """ndarray of shape (n_grids + 1,), int64: the columns of each grid."""
         return self._fitted_state().vocabulary[1]
 
     @property
-    def n_grids_(self):
+    def n_grids_(self) -> int:
         """int: the number of grids drawn."""
         return self._fitted_state().n_grids
 
     @property
-    def gamma_(self):
+    def gamma_(self) -> float:
         """float: the gamma used (resolves ``gamma='scale'``)."""
         return self._fitted_state().gamma
 

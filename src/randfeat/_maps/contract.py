@@ -44,8 +44,12 @@ nothing from the estimators or the backends' Dask code; the solvers and
 backends reach a map only through this contract.
 """
 
+from __future__ import annotations
+
 import dataclasses
 import inspect
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, Optional
 
 import numpy as np
 import scipy.sparse as sp
@@ -55,8 +59,9 @@ from sklearn.utils.validation import check_is_fitted
 from .._core.execution import backend_for
 from .._core.input_stats import MemorySummary
 from .._core.params import ValidatedParamsMixin, fit_context
-from .._core.protocols import MapCapability, OutputKind
+from .._core.protocols import InputSummary, MapCapability, OutputKind
 from .._core.threads import effective_n_threads
+from .._core.types import Features, MatrixLike, NDArray, Rows, Self, SparseMatrix
 from .._core.validation import check_csr_part, check_index_bounds
 
 
@@ -88,16 +93,16 @@ class MapState:
 
     n_features_out: int
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         self.verify()
         self.freeze()
 
-    def check(self):
+    def check(self) -> None:
         """Raise ValueError unless the state is consistent (subclasses extend it)."""
         if not (isinstance(self.n_features_out, int) and self.n_features_out >= 0):
             raise ValueError(f"n_features_out must be a non-negative int, got {self.n_features_out!r}")
 
-    def index_bounds(self):
+    def index_bounds(self) -> Iterable[tuple[str, NDArray[np.integer], Optional[int], Optional[int]]]:
         """The integer arrays of the state and their ranges (subclasses with integer arrays override it).
 
         Returns
@@ -111,11 +116,11 @@ class MapState:
         return ()
 
     @property
-    def n_features_in(self):
+    def n_features_in(self) -> Optional[int]:
         """int or None: the input width the state was fitted for (None: the state does not fix it)."""
         return None
 
-    def verify(self):
+    def verify(self) -> None:
         """Raise ValueError unless the whole state is safe to hand to the kernels (see the class docstring)."""
         self.check()
         bounds = list(self.index_bounds())
@@ -129,14 +134,14 @@ class MapState:
         for name, arr, low, high in bounds:
             check_index_bounds(name, arr, low, high)
 
-    def freeze(self):
+    def freeze(self) -> None:
         """Make every array of the state read-only (a sparse part's data and index arrays included)."""
         for _, value in state_arrays(self):
             for a in (value.data, value.indices, value.indptr) if sp.issparse(value) else (value,):
                 a.setflags(write=False)
 
 
-def state_arrays(obj, prefix=""):
+def state_arrays(obj: object, prefix: str = "") -> Iterator[tuple[str, np.ndarray | SparseMatrix]]:
     """Yield (name, array) for every ndarray and sparse matrix of a state, however deeply held.
 
     Walks a dataclass's fields, the elements of tuples and lists, and nested
@@ -175,7 +180,7 @@ class FeatureMap(ClassNamePrefixFeaturesOutMixin, ValidatedParamsMixin, Transfor
     # ``capabilities`` (a frozenset of ``MapCapability``): nothing is assumed.
     # A property may stand for either where it depends on the parameters.
 
-    def __init_subclass__(cls, **kwargs):
+    def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         declared = {name for klass in cls.__mro__ if klass is not FeatureMap for name in vars(klass)}
         missing = [name for name in ("output_kind", "capabilities") if name not in declared]
@@ -197,7 +202,7 @@ class FeatureMap(ClassNamePrefixFeaturesOutMixin, ValidatedParamsMixin, Transfor
         if MapCapability.KERNEL_WIDTH in capabilities and cls._auto_gamma is FeatureMap._auto_gamma:
             raise TypeError(f"{cls.__name__} declares KERNEL_WIDTH but does not implement _auto_gamma")
 
-    def has(self, capability):
+    def has(self, capability: MapCapability) -> bool:
         """Return True if this map declares ``capability``.
 
         Parameters
@@ -210,7 +215,7 @@ class FeatureMap(ClassNamePrefixFeaturesOutMixin, ValidatedParamsMixin, Transfor
         """
         return capability in self.capabilities
 
-    def output_kind_for(self, sparse_input, state=None):
+    def output_kind_for(self, sparse_input: bool, state: Optional[MapState] = None) -> Optional[OutputKind]:
         """Return the ``OutputKind`` of the features of a dense or a sparse input.
 
         Resolves ``OutputKind.SAME_AS_INPUT``; every other kind is the
@@ -236,23 +241,23 @@ class FeatureMap(ClassNamePrefixFeaturesOutMixin, ValidatedParamsMixin, Transfor
         return kind
 
     # ------------------------------------------------------- what a map implements
-    def _draw(self, summary):
+    def _draw(self, summary: InputSummary) -> MapState:
         """Return the fitted state drawn for the input ``summary`` describes (an ``InputSummary``)."""
         raise NotImplementedError
 
-    def _transform_rows(self, state, X, n_threads):
+    def _transform_rows(self, state: Any, X: Rows, n_threads: int) -> Rows:
         """Return the features of validated rows ``X`` under ``state``."""
         raise NotImplementedError
 
-    def _draw_path(self, summary, gammas):
+    def _draw_path(self, summary: InputSummary, gammas: Sequence[float]) -> Sequence[MapState]:
         """Return one state per gamma from a single draw (``MapCapability.GAMMA_PATH``)."""
         raise NotImplementedError
 
-    def _auto_gamma(self, X):
+    def _auto_gamma(self, X: Rows) -> float:
         """Return the width heuristic's gamma for validated rows X (``MapCapability.KERNEL_WIDTH``)."""
         raise NotImplementedError
 
-    def _fit_rows(self, state, X, n_threads, return_features):
+    def _fit_rows(self, state: Any, X: Rows, n_threads: int, return_features: bool) -> tuple[Any, Optional[Rows]]:
         """Return (state, features or None) after reading the rows of X (maps without a vocabulary: nothing to read)."""
         return state, (self._transform_rows(state, X, n_threads) if return_features else None)
 
@@ -262,7 +267,7 @@ class FeatureMap(ClassNamePrefixFeaturesOutMixin, ValidatedParamsMixin, Transfor
 
     # ------------------------------------------------------------------ the API
     @fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y=None):
+    def fit(self, X: MatrixLike, y: object = None) -> Self:
         """Fit the map on X: draw its random parameters (and read what it needs of X).
 
         Parameters
@@ -279,7 +284,7 @@ class FeatureMap(ClassNamePrefixFeaturesOutMixin, ValidatedParamsMixin, Transfor
         return self
 
     @fit_context(prefer_skip_nested_validation=True)
-    def fit_transform(self, X, y=None):
+    def fit_transform(self, X: MatrixLike, y: object = None) -> Features:
         """Fit to X and return its features (all or nothing: a failure leaves the map as it was).
 
         Parameters
@@ -295,7 +300,7 @@ class FeatureMap(ClassNamePrefixFeaturesOutMixin, ValidatedParamsMixin, Transfor
         self._state, Z = backend_for(X).fit_map(self, X, return_features=True)
         return Z
 
-    def transform(self, X):
+    def transform(self, X: MatrixLike) -> Features:
         """Compute the features of X.
 
         Parameters
@@ -387,7 +392,7 @@ class FeatureMap(ClassNamePrefixFeaturesOutMixin, ValidatedParamsMixin, Transfor
         return vars(self).get("_state") is not None
 
     @property
-    def n_features_out_(self):
+    def n_features_out_(self) -> int:
         """int: the width of the features."""
         return self._fitted_state().n_features_out
 

@@ -285,7 +285,10 @@ class PolynomialCountSketch(FeatureMap):
         "n_jobs": N_JOBS,
     }
 
-    def __init__(self, *, gamma=1.0, degree=2, coef0=0, n_components=100, random_state=None, n_jobs=None):
+    def __init__(self, *, gamma: float | np.floating = 1.0, degree: int = 2, coef0: float | np.floating = 0,
+                 n_components: int = 100,
+                 random_state: int | np.integer | np.random.RandomState | np.random.Generator | None = None,
+                 n_jobs: int | None = None) -> None:
         self.gamma = gamma
         self.degree = degree
         self.coef0 = coef0
@@ -300,12 +303,12 @@ class PolynomialCountSketch(FeatureMap):
         return super()._explain_invalid(name, value)
 
     @property
-    def indexHash_(self):  # noqa: N802 - scikit-learn's name
+    def indexHash_(self) -> np.ndarray:  # noqa: N802 - scikit-learn's name
         """ndarray of shape (degree, n_features (+1)): the hash functions."""
         return self._fitted_state().index_hash
 
     @property
-    def bitHash_(self):  # noqa: N802 - scikit-learn's name
+    def bitHash_(self) -> np.ndarray:  # noqa: N802 - scikit-learn's name
         """ndarray of shape (degree, n_features (+1)): the signs."""
         return self._fitted_state().bit_hash
 

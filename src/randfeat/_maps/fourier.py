@@ -6,14 +6,18 @@ An odd ``n_components`` with the ``cossin`` map is computed by that kernel as
 ⌈D/2⌉ cos/sin pairs and folded into D columns here (``_fold_odd_cossin``).
 """
 
+from __future__ import annotations
+
 import dataclasses
 from numbers import Integral, Real
+from typing import Optional, Union
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.utils._param_validation import InvalidParameterError, StrOptions
 
 from .._core.protocols import MapCapability, OutputKind
+from .._core.types import Float, RandomState
 from .._core.validation import N_JOBS, Interval, as_generator
 from .contract import FeatureMap, MapState
 from .fourier_transform import fourier_features
@@ -256,17 +260,17 @@ class RandomFourierFeatures(FeatureMap):
 
     def __init__(
         self,
-        n_components=100,
+        n_components: int = 100,
         *,
-        kernel="rbf",
-        gamma="scale",
-        nu=1.5,
-        feature_map="cossin",
-        sampling="iid",
-        leverage_regularization="auto",
-        random_state=None,
-        n_jobs=None,
-    ):
+        kernel: str = "rbf",
+        gamma: Union[Float, str] = "scale",
+        nu: Float = 1.5,
+        feature_map: str = "cossin",
+        sampling: str = "iid",
+        leverage_regularization: Union[Float, str] = "auto",
+        random_state: RandomState = None,
+        n_jobs: Optional[int] = None,
+    ) -> None:
         self.n_components = n_components
         self.kernel = kernel
         self.gamma = gamma
@@ -296,7 +300,7 @@ class RandomFourierFeatures(FeatureMap):
 
     # ------------------------------------------------------- fitted attributes
     @property
-    def random_weights_(self):
+    def random_weights_(self) -> np.ndarray:
         """ndarray: the frequencies W, as columns, in the training data's dtype."""
         state = self._fitted_state()
         if isinstance(state, StructuredState):
@@ -307,18 +311,18 @@ class RandomFourierFeatures(FeatureMap):
         return state.W
 
     @property
-    def random_offset_(self):
+    def random_offset_(self) -> np.ndarray:
         """ndarray or None: the phases b."""
         return self._fitted_state().b
 
     @property
-    def importance_weights_(self):
+    def importance_weights_(self) -> Optional[np.ndarray]:
         """ndarray of shape (n_freq,) or None: the frequencies' importance weights (``sampling='leverage'``)."""
         state = self._fitted_state()
         return state.weights if isinstance(state, FourierState) else None
 
     @property
-    def gamma_(self):
+    def gamma_(self) -> float:
         """float: the numeric gamma used (resolves ``gamma='scale'``)."""
         return self._fitted_state().gamma
 

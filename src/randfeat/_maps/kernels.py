@@ -27,6 +27,8 @@ X·W cannot be rescaled afterwards instead: (X·W₁)·s and X·(W₁·s) round
 differently.)
 """
 
+from __future__ import annotations
+
 from dataclasses import dataclass
 from numbers import Real
 from typing import Callable, Optional
@@ -36,6 +38,7 @@ import scipy.sparse as sp
 from scipy import special, stats
 from sklearn.utils._param_validation import InvalidParameterError, Options, StrOptions, validate_params
 
+from .._core.types import Float, MatrixLike, preserves_signature
 from .._core.validation import Interval, check_array_for_kernel
 from .exact import EXACT_KERNELS, _dense
 
@@ -291,7 +294,7 @@ def _int32_indices(X):
 KERNEL_MATRIX_NAMES = StrOptions(set(KERNELS) | set(EXACT_KERNELS))
 
 
-@validate_params(
+@preserves_signature(validate_params(
     {
         "X": ["array-like", "sparse matrix"],
         "Y": ["array-like", "sparse matrix", None],
@@ -303,8 +306,9 @@ KERNEL_MATRIX_NAMES = StrOptions(set(KERNELS) | set(EXACT_KERNELS))
         "skewedness": [Interval(Real, None, None, closed="neither")],
     },
     prefer_skip_nested_validation=True,
-)
-def kernel_matrix(X, Y=None, *, kernel="rbf", gamma=1.0, nu=1.5, degree=2, coef0=0.0, skewedness=1.0):
+))
+def kernel_matrix(X: MatrixLike, Y: Optional[MatrixLike] = None, *, kernel: str = "rbf", gamma: Float = 1.0,
+                  nu: Float = 1.5, degree: Float = 2, coef0: Float = 0.0, skewedness: Float = 1.0) -> np.ndarray:
     """Exact kernel matrix that randfeat's features approximate.
 
     Parameters

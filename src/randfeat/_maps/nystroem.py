@@ -285,8 +285,13 @@ class Nystroem(FeatureMap):
         "leverage_regularization": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
     }
 
-    def __init__(self, kernel="rbf", *, gamma=None, coef0=None, degree=None, kernel_params=None, n_components=100,
-                 random_state=None, n_jobs=None, landmarks="uniform", leverage_regularization="auto"):
+    def __init__(self, kernel: str | object = "rbf", *, gamma: float | np.floating | None = None,
+                 coef0: float | np.floating | None = None, degree: float | np.floating | None = None,
+                 kernel_params: dict | None = None, n_components: int = 100,
+                 random_state: int | np.integer | np.random.RandomState | np.random.Generator | None = None,
+                 n_jobs: int | None = None,
+                 landmarks: "str | np.typing.ArrayLike | sp.spmatrix | sp.sparray" = "uniform",
+                 leverage_regularization: float | np.floating | str = "auto") -> None:
         self.kernel = kernel
         self.gamma = gamma
         self.coef0 = coef0
@@ -309,17 +314,17 @@ class Nystroem(FeatureMap):
                                         "kernel='precomputed' (whose landmarks are training samples)")
 
     @property
-    def components_(self):
+    def components_(self) -> "np.ndarray | sp.spmatrix":
         """ndarray or sparse matrix of shape (n_components, n_features): the landmarks."""
         return self._fitted_state().components
 
     @property
-    def component_indices_(self):
+    def component_indices_(self) -> np.ndarray | None:
         """ndarray of int64 or None: the landmarks' indices in the training set."""
         return self._fitted_state().component_indices
 
     @property
-    def normalization_(self):
+    def normalization_(self) -> np.ndarray:
         """ndarray of shape (n_components, n_components): K(L, L)^{-1/2}."""
         return self._fitted_state().normalization
 
@@ -344,7 +349,7 @@ class Nystroem(FeatureMap):
         return self._draw_path(summary, [self.gamma])[0]
 
     @property
-    def capabilities(self):
+    def capabilities(self) -> frozenset[MapCapability]:
         """frozenset of MapCapability: a kernel width (and its path) only for a named kernel that has a gamma."""
         caps = {MapCapability.ROW_INDEPENDENT}
         if isinstance(self.kernel, str) and "gamma" in KERNEL_PARAMS.get(self.kernel, ()):

@@ -195,19 +195,21 @@ class RBFSampler(FeatureMap):
         "n_jobs": N_JOBS,
     }
 
-    def __init__(self, *, gamma=1.0, n_components=100, random_state=None, n_jobs=None):
+    def __init__(self, *, gamma: float | np.floating | str = 1.0, n_components: int = 100,
+                 random_state: int | np.integer | np.random.RandomState | np.random.Generator | None = None,
+                 n_jobs: int | None = None) -> None:
         self.gamma = gamma
         self.n_components = n_components
         self.random_state = random_state
         self.n_jobs = n_jobs
 
     @property
-    def random_weights_(self):
+    def random_weights_(self) -> np.ndarray:
         """ndarray of shape (n_features, n_components): the frequencies W."""
         return self._fitted_state().W
 
     @property
-    def random_offset_(self):
+    def random_offset_(self) -> np.ndarray:
         """ndarray of shape (n_components,): the phases b."""
         return self._fitted_state().b
 

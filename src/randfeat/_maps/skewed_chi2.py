@@ -192,19 +192,21 @@ class SkewedChi2Sampler(FeatureMap):
         "n_jobs": N_JOBS,
     }
 
-    def __init__(self, *, skewedness=1.0, n_components=100, random_state=None, n_jobs=None):
+    def __init__(self, *, skewedness: float | np.floating = 1.0, n_components: int = 100,
+                 random_state: int | np.integer | np.random.RandomState | np.random.Generator | None = None,
+                 n_jobs: int | None = None) -> None:
         self.skewedness = skewedness
         self.n_components = n_components
         self.random_state = random_state
         self.n_jobs = n_jobs
 
     @property
-    def random_weights_(self):
+    def random_weights_(self) -> np.ndarray:
         """ndarray of shape (n_features, n_components): the frequencies."""
         return self._fitted_state().W
 
     @property
-    def random_offset_(self):
+    def random_offset_(self) -> np.ndarray:
         """ndarray of shape (n_components,): the phases."""
         return self._fitted_state().b
 

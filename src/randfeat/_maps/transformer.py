@@ -16,15 +16,19 @@ is declared with ``row_independent=False``: its features are then made in
 one call on all the rows (N × D memory) and it cannot transform a Dask array.
 """
 
+from __future__ import annotations
+
 import dataclasses
 from numbers import Integral
+from typing import Any, Optional
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import clone
 from sklearn.utils._param_validation import HasMethods
 
-from .._core.protocols import MapCapability, OutputKind
+from .._core.protocols import InputSummary, MapCapability, OutputKind
+from .._core.types import RandomState, Rows
 from .._core.validation import Interval, as_generator
 from .contract import FeatureMap, MapState
 
@@ -48,7 +52,7 @@ class TransformerState(MapState):
     transformer: object
     sparse: bool
 
-    def check(self):
+    def check(self) -> None:
         """Raise ValueError unless the state is consistent."""
         super().check()
         if not isinstance(self.sparse, bool):
@@ -134,18 +138,19 @@ class TransformerMap(FeatureMap):
         "random_state": ["random_state", np.random.Generator],
     }
 
-    def __init__(self, transformer, *, row_independent=True, max_fit_rows=DEFAULT_MAX_FIT_ROWS, random_state=None):
+    def __init__(self, transformer: Any, *, row_independent: bool = True, max_fit_rows: int = DEFAULT_MAX_FIT_ROWS,
+                 random_state: RandomState = None) -> None:
         self.transformer = transformer
         self.row_independent = row_independent
         self.max_fit_rows = max_fit_rows
         self.random_state = random_state
 
     @property
-    def output_kind(self):
+    def output_kind(self) -> Optional[OutputKind]:
         """OutputKind or None: CSR or DENSE as the fitted transformer returns; None before ``fit``."""
         return self.output_kind_for(False)
 
-    def output_kind_for(self, sparse_input, state=None):
+    def output_kind_for(self, sparse_input: bool, state: Optional[MapState] = None) -> Optional[OutputKind]:
         """Return CSR or DENSE as the fitted transformer (of ``state``, else this map's) returns; None before fit.
 
         Parameters
@@ -164,16 +169,16 @@ class TransformerMap(FeatureMap):
         return OutputKind.CSR if state.sparse else OutputKind.DENSE
 
     @property
-    def capabilities(self):
+    def capabilities(self) -> frozenset[MapCapability]:
         """frozenset of MapCapability: ``ROW_INDEPENDENT`` as declared by ``row_independent``; no kernel width."""
         return frozenset({MapCapability.ROW_INDEPENDENT}) if self.row_independent else frozenset()
 
     @property
-    def transformer_(self):
+    def transformer_(self) -> Any:
         """object: the fitted clone of ``transformer``."""
         return self._fitted_state().transformer
 
-    def _draw(self, summary):
+    def _draw(self, summary: InputSummary) -> TransformerState:
         rows = summary.training_rows(self.max_fit_rows, as_generator(self.random_state))
         fitted = clone(self.transformer).fit(rows)
         probe = fitted.transform(rows[:1])
@@ -184,12 +189,12 @@ class TransformerMap(FeatureMap):
                              f"{np.shape(probe)}, not 2-D")
         return TransformerState(n_features_out=n_out, transformer=fitted, sparse=sparse)
 
-    def _transform_rows(self, state, X, n_threads):
+    def _transform_rows(self, state: TransformerState, X: Rows, n_threads: int) -> Rows:
         Z = state.transformer.transform(X)
         return _as_features(Z, X.dtype, state.sparse, state.n_features_out, type(self).__name__)
 
 
-def as_feature_map(features):
+def as_feature_map(features: object) -> Optional[FeatureMap]:
     """Return ``features`` as a randfeat feature map: a map as it is, a transformer wrapped in ``TransformerMap``.
 
     Parameters
