@@ -61,3 +61,24 @@ def test_row11_nystroem_keeps_sparse_landmarks_sparse():
     assert Z.shape == (300, 100)
     # Dense landmarks would be 100 x 2**22 x 8 = 3.2 GiB; the landmarks' mean is 32 MiB.
     assert peak < 200 << 20, peak
+
+
+# ------------------------------------------------------------ 5: SORF at small d
+def _sorf_error(X, gamma, D, seeds=(0, 1)):
+    from randfeat import RandomFourierFeatures
+
+    K = rbf_kernel(X, gamma=gamma)
+    errs = []
+    for seed in seeds:
+        Z = RandomFourierFeatures(n_components=D, gamma=gamma, sampling="sorf", random_state=seed).fit_transform(X)
+        errs.append(np.abs(Z @ Z.T - K).max())
+    return float(np.mean(errs))
+
+
+@pytest.mark.parametrize("d", [2, 5])
+def test_row5_sorf_error_shrinks_with_n_components_at_small_d(d):
+    X = np.random.default_rng(d).normal(size=(120, d))
+    small, large = (_sorf_error(X, 2.0 / d, D) for D in (1000, 16000))
+    # Unbiased: four times the features, a quarter of the error's variance (about half the error).
+    assert large < 0.6 * small, (small, large)
+    assert large < 0.06, large  # the biased blocks of 2-8 left 0.3-0.5
