@@ -82,3 +82,54 @@ def test_row5_sorf_error_shrinks_with_n_components_at_small_d(d):
     # Unbiased: four times the features, a quarter of the error's variance (about half the error).
     assert large < 0.6 * small, (small, large)
     assert large < 0.06, large  # the biased blocks of 2-8 left 0.3-0.5
+
+
+# ------------------------------------------------------------ 8: Dask arrays with empty row blocks
+def _filtered_dask(X, y, mask, chunk):
+    da = pytest.importorskip("dask.array")
+    dX = da.from_array(X, chunks=(chunk, X.shape[1]))
+    dm = da.from_array(mask, chunks=chunk)
+    dX, dy = dX[dm], da.from_array(y, chunks=chunk)[dm]
+    dX.compute_chunk_sizes()
+    dy.compute_chunk_sizes()
+    assert 0 in dX.chunks[0] and 0 in dy.chunks[0]
+    return dX, dy
+
+
+def _all_maps():
+    from randfeat import (AdditiveChi2Sampler, PolynomialCountSketch, RandomBinningFeatures,
+                          RandomFourierFeatures, RBFSampler, SkewedChi2Sampler)
+
+    return [RandomFourierFeatures(20, random_state=0), RandomFourierFeatures(20, sampling="sorf", random_state=0),
+            Nystroem(n_components=20, random_state=0), RandomBinningFeatures(5, random_state=0),
+            AdditiveChi2Sampler(), SkewedChi2Sampler(n_components=10, random_state=0),
+            PolynomialCountSketch(n_components=10, random_state=0), RBFSampler(n_components=10, random_state=0)]
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_row8_dask_empty_row_blocks_every_map(sparse):
+    dask = pytest.importorskip("dask")
+    rng = np.random.default_rng(0)
+    X, y = np.abs(rng.normal(size=(200, 4))), rng.normal(size=200)
+    mask = np.ones(200, bool)
+    mask[50:100] = False  # the second block of 50 rows becomes empty
+    if sparse:
+        X[X < 0.8] = 0.0
+    dX, dy = _filtered_dask(X, y, mask, 50)
+    if sparse:
+        dX = dX.map_blocks(sp.csr_matrix, dtype=dX.dtype, meta=sp.csr_matrix((0, 4)))
+    Xm = sp.csr_matrix(X[mask]) if sparse else X[mask]
+    with dask.config.set(scheduler="synchronous"):
+        for fmap in _all_maps():
+            ref = fmap.fit(Xm).transform(Xm)
+            lazy = fmap.transform(dX).compute()
+            got = lazy.toarray() if sp.issparse(lazy) else np.asarray(lazy)
+            want = ref.toarray() if sp.issparse(ref) else ref
+            np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12, err_msg=type(fmap).__name__)
+            fmap.fit(dX)  # fitting on the Dask array works too
+        for solver in ("cholesky", "cg"):
+            est = Ridge(alpha=1.0, solver=solver, features=Nystroem(n_components=20, random_state=0))
+            pred = est.fit(dX, dy).predict(dX).compute()
+            ref = Ridge(alpha=1.0, solver=solver, features=Nystroem(n_components=20, random_state=0)).fit(
+                Xm, y[mask]).predict(Xm)
+            np.testing.assert_allclose(pred, ref, rtol=1e-6, atol=1e-8)
