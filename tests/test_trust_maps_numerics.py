@@ -133,3 +133,52 @@ def test_row8_dask_empty_row_blocks_every_map(sparse):
             ref = Ridge(alpha=1.0, solver=solver, features=Nystroem(n_components=20, random_state=0)).fit(
                 Xm, y[mask]).predict(Xm)
             np.testing.assert_allclose(pred, ref, rtol=1e-6, atol=1e-8)
+
+
+# ------------------------------------------------------------ 7: partial_fit and maps drawn from the rows
+def test_row7_nystroem_first_block_smaller_than_n_components_raises():
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(200, 3)), rng.normal(size=200)
+    est = Ridge(features=Nystroem(n_components=100, random_state=0))
+    with pytest.raises(ValueError, match=r"first block of 37 rows would leave 37 landmarks.*at least 100 rows"):
+        est.partial_fit(X[:37], y[:37])
+    assert not hasattr(est, "coef_")  # nothing half-done
+    est.partial_fit(X[:100], y[:100]).partial_fit(X[100:], y[100:])
+    assert est.features_.n_features_out_ == 100
+
+
+@pytest.mark.parametrize("features", [
+    lambda: Nystroem(n_components=20, landmarks="leverage", random_state=0),
+    lambda: __import__("randfeat").RandomFourierFeatures(40, sampling="leverage", gamma=0.5, random_state=0),
+    lambda: __import__("randfeat").RandomFourierFeatures(40, gamma="scale", random_state=0),
+], ids=["nystroem-leverage", "fourier-leverage", "gamma-scale"])
+def test_row7_maps_drawn_from_a_small_first_block_warn(features):
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(400, 3)), rng.normal(size=400)
+    est = Ridge(features=features())
+    with pytest.warns(UserWarning, match="fits .* on the first block only"):
+        est.partial_fit(X[:200], y[:200])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # later blocks: no new warning
+        est.partial_fit(X[200:], y[200:])
+
+
+def test_row7_partial_fit_exact_given_the_map():
+    """The exactness that is promised: given the first block's map, the solve equals fit with that map."""
+    from sklearn.base import clone
+
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(300, 3)), rng.normal(size=300)
+    nys = Nystroem(n_components=50, random_state=0)
+    est = Ridge(alpha=0.1, features=nys).partial_fit(X[:100], y[:100]).partial_fit(X[100:], y[100:])
+    fixed = clone(nys).fit(X[:100])
+    Z = fixed.transform(X)
+    ref = Ridge(alpha=0.1).fit(Z, y)
+    np.testing.assert_allclose(est.predict(X), ref.predict(Z), rtol=1e-8, atol=1e-10)
+    # A map drawn from no rows: partial_fit equals fit on the concatenation.
+    from randfeat import RandomFourierFeatures
+
+    rff = RandomFourierFeatures(60, gamma=0.5, random_state=0)
+    a = Ridge(alpha=0.1, features=rff).partial_fit(X[:100], y[:100]).partial_fit(X[100:], y[100:])
+    b = Ridge(alpha=0.1, features=rff).fit(X, y)
+    np.testing.assert_allclose(a.predict(X), b.predict(X), rtol=1e-9, atol=1e-11)
