@@ -182,3 +182,88 @@ def test_row7_partial_fit_exact_given_the_map():
     a = Ridge(alpha=0.1, features=rff).partial_fit(X[:100], y[:100]).partial_fit(X[100:], y[100:])
     b = Ridge(alpha=0.1, features=rff).fit(X, y)
     np.testing.assert_allclose(a.predict(X), b.predict(X), rtol=1e-9, atol=1e-11)
+
+
+# ------------------------------------------------------------ 10: AdditiveChi2Sampler wider than 2**31
+def test_row10_additive_chi2_output_wider_than_int32_indices():
+    from sklearn.kernel_approximation import AdditiveChi2Sampler as SkAdditive
+
+    from randfeat import AdditiveChi2Sampler
+
+    d = 800_000_000  # 3 d > 2**31 output columns; X's indices are int32
+    X = sp.csr_matrix((np.array([1.0, 2.0, 3.0]), np.array([5, d - 1, 7], dtype=np.int32),
+                       np.array([0, 2, 3], dtype=np.int32)), shape=(2, d))
+    Z = AdditiveChi2Sampler().fit(X).transform(X)
+    assert Z.shape == (2, 3 * d) and Z.indices.dtype == np.int64
+    ref = SkAdditive().fit_transform(X)
+    assert abs(Z - ref).max() < 1e-12
+
+
+# ------------------------------------------------------------ 11: memory, continued
+def test_row11_additive_chi2_fit_holds_no_per_column_arrays():
+    from randfeat import AdditiveChi2Sampler
+
+    X = sp.csr_matrix((np.ones(2), np.array([0, 2**29 - 1]), np.array([0, 1, 2])), shape=(2, 2**29))
+    tracemalloc.start()
+    try:
+        AdditiveChi2Sampler().fit(X)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 << 20, peak  # per-column min and max were 2 x 4 GiB
+    with pytest.raises(ValueError, match="Negative"):
+        AdditiveChi2Sampler().fit(-X)
+
+
+def test_row11_orthogonal_builds_only_the_blocks_needed():
+    from randfeat import RandomFourierFeatures
+
+    X = np.random.default_rng(0).normal(size=(3, 20_000))
+    tracemalloc.start()
+    try:
+        rff = RandomFourierFeatures(4, sampling="orthogonal", gamma=1e-4, random_state=0).fit(X)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 64 << 20, peak  # a 20000 x 20000 block is 3.2 GB
+    W = rff.random_weights_ / np.linalg.norm(rff.random_weights_, axis=0)
+    np.testing.assert_allclose(W.T @ W, np.eye(2), atol=1e-12)  # still orthogonal directions
+
+
+def test_row11_orthogonal_directions_stay_orthogonal_and_unbiased():
+    from randfeat import RandomFourierFeatures
+
+    X = np.random.default_rng(1).normal(size=(100, 6))
+    K = rbf_kernel(X, gamma=0.1)
+    # 5 frequencies in 6 dimensions: one partial block (a 6 x 5 QR)
+    Z = RandomFourierFeatures(10, sampling="orthogonal", gamma=0.1, random_state=0).fit(X)
+    W = Z.random_weights_
+    G = (W / np.linalg.norm(W, axis=0)).T @ (W / np.linalg.norm(W, axis=0))
+    np.testing.assert_allclose(G, np.eye(5), atol=1e-12)
+    big = RandomFourierFeatures(20000, sampling="orthogonal", gamma=0.1, random_state=0).fit_transform(X)
+    assert np.abs(big @ big.T - K).max() < 0.05
+
+
+@pytest.mark.parametrize("case", ["count_sketch", "rbf_sampler", "skewed_chi2", "nystroem", "cholesky",
+                                  "orthogonal"])
+def test_row11_allocations_proportional_to_a_parameter_are_prechecked(case, monkeypatch):
+    from randfeat import PolynomialCountSketch, RandomFourierFeatures, RBFSampler, SkewedChi2Sampler
+
+    rng = np.random.default_rng(0)
+    X = np.abs(rng.normal(size=(64, 30)))
+    _cap_memory(monkeypatch, 128 << 20)
+    calls = {
+        # 30 non-zeros to the 10th power: FFT rows, 10 sketches of 2**20 values each (64 rows: 5 GiB and more)
+        "count_sketch": lambda: PolynomialCountSketch(n_components=2**20, degree=10).fit_transform(X[:2]),
+        "rbf_sampler": lambda: RBFSampler(n_components=10**7).fit(X),
+        "skewed_chi2": lambda: SkewedChi2Sampler(n_components=10**7).fit(X),
+        "nystroem": lambda: Nystroem(landmarks=np.abs(rng.normal(size=(20_000, 30)))).fit(X),
+        "cholesky": lambda: Ridge(solver="cholesky", features=RandomFourierFeatures(60_000, gamma=0.1)).fit(
+            X, X[:, 0]),
+        "orthogonal": lambda: RandomFourierFeatures(2, sampling="orthogonal").fit(np.zeros((2, 10_000))),
+    }
+    if case == "orthogonal":  # 2 frequencies in 10000 dimensions: a 10000 x 2 QR fits under the cap
+        calls[case]()
+        return
+    with pytest.raises(MemoryError, match="a test cap"):
+        calls[case]()

@@ -215,6 +215,20 @@ def _merge_range(a, b):
     return np.minimum(a[0], b[0]), np.maximum(a[1], b[1])
 
 
+def _block_min(Xb):
+    """The smallest entry of a validated block (a CSR's implicit zeros included); None for no rows."""
+    if Xb.shape[0] == 0 or Xb.shape[1] == 0:
+        return None
+    if not sp.issparse(Xb):
+        return float(Xb.min())
+    low = float(Xb.data.min()) if Xb.data.size else 0.0
+    return min(low, 0.0) if Xb.data.size < Xb.shape[0] * Xb.shape[1] else low
+
+
+def _merge_min(a, b):
+    return b if a is None else (a if b is None else min(a, b))
+
+
 def _max_abs(Xb):
     return float(np.abs(Xb.data).max()) if Xb.nnz else 0.0
 
@@ -303,6 +317,11 @@ class DaskSummary(InputSummary):
         back = np.empty_like(order)
         back[order] = np.arange(order.size)
         return taken[back]
+
+    def min_value(self):
+        """Return the smallest entry (a CSR's implicit zeros included): one pass, no per-column array."""
+        low = self._reduce(_block_min, combine=_merge_min)
+        return 0.0 if low is None else low
 
     def column_range(self):
         """Return each column's (minimum, maximum), a CSR's implicit zeros included."""

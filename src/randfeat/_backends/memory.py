@@ -5,6 +5,7 @@ import scipy.sparse as sp
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import column_or_1d
 
+from .._core.memory import check_memory
 from .._core.input_stats import entry_mean_abs_deviation, entry_variance
 from .._core.protocols import InputSummary
 from .._core.validation import check_sample_weight, validate_X, validate_X_y
@@ -40,9 +41,19 @@ class MemorySummary(InputSummary):
         """Return the rows ``index`` of X."""
         return self._X[np.asarray(index)]
 
+    def min_value(self):
+        """Return X's smallest entry (a CSR's implicit zeros included), with no per-column array."""
+        X = self._X
+        if not sp.issparse(X):
+            return float(X.min()) if X.size else 0.0
+        low = float(X.data.min()) if X.data.size else 0.0
+        return min(low, 0.0) if X.data.size < X.shape[0] * X.shape[1] else low
+
     def column_range(self):
         """Return each column's (minimum, maximum), a CSR's implicit zeros included."""
         X = self._X
+        check_memory(2 * X.shape[1] * X.dtype.itemsize, f"the range of each of {X.shape[1]} columns",
+                     "use fewer columns")
         if sp.issparse(X):
             return X.min(axis=0).toarray().ravel(), X.max(axis=0).toarray().ravel()
         return X.min(axis=0), X.max(axis=0)

@@ -346,6 +346,10 @@ class Nystroem(FeatureMap):
         return states
 
     def _make_state(self, kernel, L, idx, dtype):
+        m = int(L.shape[0])
+        # K(L, L), its float64 copy, eigenvectors and N (float64): about 5 m × m.
+        check_memory(5 * 8 * m * m, f"the {m} x {m} kernel between the landmarks and its inverse square root",
+                     "use a smaller n_components")
         if kernel.name == "precomputed":
             K_mm = L[:, idx]
             K_mm = K_mm.toarray() if sp.issparse(K_mm) else np.asarray(K_mm)

@@ -10,7 +10,8 @@ features are ``cos(X @ W + b)``:
   inverse CDF of uniforms: same distribution, and no uniform can land on 0 and
   send ``ndtri`` to infinity.
 * ``orthogonal``: Orthogonal Random Features (Yu et al., 2016).  Stacked
-  ``d × d`` blocks of Haar-random orthogonal matrices whose rows are rescaled
+  ``d × d`` blocks of Haar-random orthogonal matrices (the last one only the
+  rows needed: ⌈n/d⌉ blocks of min(d, n) rows) whose rows are rescaled
   by independent norms from the radial part of the spectral density, so each
   row is still distributed as p(ω) but rows within a block are orthogonal.
   Only for spherically symmetric densities (``KernelSpec.radial_norms``).
@@ -59,15 +60,21 @@ def _orthogonal_frequencies(spec, d, n, nu, rng):
             f"and kernel={spec.name!r} has none (its frequencies are independent per "
             f"coordinate); use sampling='iid' or 'qmc', or kernel='rbf' or 'matern'"
         )
-    n_blocks = -(-n // d)
-    rows = np.empty((n_blocks * d, d))
-    for i in range(n_blocks):
-        G = rng.standard_normal((d, d))
+    # Only the rows needed: full blocks of d, then one of n mod d rows, the
+    # orthonormal columns of a d × k Gaussian's QR (the first k columns of a
+    # Haar matrix: the same distribution, O(d·k) memory and O(d·k²) time).
+    k_max = min(d, n)
+    check_memory(3 * 8 * d * k_max, f"the QR of a {d} x {k_max} Gaussian block (float64)",
+                 "use a smaller n_components, or sampling='iid' for wide X")
+    W = np.empty((d, n))
+    for start in range(0, n, d):
+        k = min(d, n - start)
+        G = rng.standard_normal((d, k))
         Q, R = np.linalg.qr(G)
         # Sign fix: makes Q Haar-distributed (QR alone is not unique in sign).
         Q *= np.where(np.diag(R) < 0, -1.0, 1.0)
-        rows[i * d : (i + 1) * d] = Q.T  # rows of Qᵀ: orthonormal directions
-    return UnitFrequencies(rows[:n].T, spec.radial_norms(rng, d, n, nu))
+        W[:, start : start + k] = Q  # columns: orthonormal directions
+    return UnitFrequencies(W, spec.radial_norms(rng, d, n, nu))
 
 
 def _qmc_points(dim, n, rng):
