@@ -267,3 +267,29 @@ def test_row11_allocations_proportional_to_a_parameter_are_prechecked(case, monk
         return
     with pytest.raises(MemoryError, match="a test cap"):
         calls[case]()
+
+
+# ------------------------------------------------------------ 12: the documented cost of structured maps
+def test_row12_structured_cost_is_documented_truthfully():
+    import randfeat._maps.structured as structured
+    from randfeat import RandomFourierFeatures
+
+    doc = RandomFourierFeatures.__doc__
+    assert "O(D log d)" not in doc and "O(D log d)" not in structured.__doc__
+    assert "O(max(D, n)" in doc and "sparse row costs the same as a dense one" in " ".join(doc.split())
+
+
+# ------------------------------------------------------------ 13: leverage sampling's cost
+def test_row13_leverage_refuses_an_absurd_cost_up_front():
+    import time
+
+    from randfeat import RandomFourierFeatures
+
+    X = np.random.default_rng(0).normal(size=(3000, 10))
+    t = time.perf_counter()
+    with pytest.raises(ValueError, match=r"leverage of 400000 pool frequencies .* on 3000 rows: about .* "
+                                         r"floating-point operations.*smaller n_components"):
+        RandomFourierFeatures(200_000, sampling="leverage", gamma=0.1, random_state=0).fit(X)
+    assert time.perf_counter() - t < 2.0
+    # A reasonable size is not refused.
+    RandomFourierFeatures(200, sampling="leverage", gamma=0.1, random_state=0).fit(X[:500])
