@@ -97,6 +97,21 @@ def fresh(A):
     return A if origin is None else _layer(*origin)
 
 
+def without_empty_blocks(A):
+    """A with its empty row blocks removed (a rechunk that moves no data), A itself if it has none.
+
+    Boolean filtering followed by ``compute_chunk_sizes()`` leaves blocks of
+    zero rows; Dask's own reductions (``var``, ``min``) and scikit-learn's
+    validation of a block refuse them, so every pass here reads only the
+    non-empty blocks.  X, y and sample weights are treated alike, so their
+    blocks still pair up.
+    """
+    rows = A.chunks[0]
+    if 0 not in rows or A.shape[0] == 0:
+        return A
+    return A.rechunk({0: tuple(n for n in rows if n)})
+
+
 def row_blocks(X, name="X", owner=None):
     """X checked (2-D, known chunks, some rows), in one chunk of columns, each block validated where it is made.
 
@@ -123,6 +138,7 @@ def row_blocks(X, name="X", owner=None):
     check_known_chunks(X, name)
     if X.shape[0] == 0:
         raise ValueError(f"Found array with 0 sample(s) (shape={X.shape}) while a minimum of 1 is required.")
+    X = without_empty_blocks(X)
     if len(X.chunks[1]) > 1:
         X = X.rechunk({1: -1})
     dtype = float_dtype(X)
@@ -172,6 +188,7 @@ def aligned(X, v, name):
     check_known_chunks(v, name)
     if v.ndim == 0 or v.shape[0] != X.shape[0]:
         raise ValueError(f"{name} has {v.shape[0] if v.ndim else 0} rows but X has {X.shape[0]}")
+    v = without_empty_blocks(v)
     if v.chunks[0] != X.chunks[0]:
         raise ValueError(
             f"{name}'s row chunks {v.chunks[0]} differ from X's {X.chunks[0]}: each block of rows of X "
@@ -196,6 +213,20 @@ def _merge_range(a, b):
     if a is None or b is None:
         return b if a is None else a
     return np.minimum(a[0], b[0]), np.maximum(a[1], b[1])
+
+
+def _block_min(Xb):
+    """The smallest entry of a validated block (a CSR's implicit zeros included); None for no rows."""
+    if Xb.shape[0] == 0 or Xb.shape[1] == 0:
+        return None
+    if not sp.issparse(Xb):
+        return float(Xb.min())
+    low = float(Xb.data.min()) if Xb.data.size else 0.0
+    return min(low, 0.0) if Xb.data.size < Xb.shape[0] * Xb.shape[1] else low
+
+
+def _merge_min(a, b):
+    return b if a is None else (a if b is None else min(a, b))
 
 
 def _max_abs(Xb):
@@ -293,6 +324,11 @@ class DaskSummary(InputSummary):
         if n <= max_rows:
             return self.rows(np.arange(n))
         return self.rows(np.sort(random_state.choice(n, size=max_rows, replace=False)))
+
+    def min_value(self):
+        """Return the smallest entry (a CSR's implicit zeros included): one pass, no per-column array."""
+        low = self._reduce(_block_min, combine=_merge_min)
+        return 0.0 if low is None else low
 
     def column_range(self):
         """Return each column's (minimum, maximum), a CSR's implicit zeros included."""

@@ -8,6 +8,7 @@ answers with these; a Dask array's answers come from Dask's reductions
 import numpy as np
 import scipy.sparse as sp
 
+from .memory_budget import check_memory
 from .protocols import InputSummary
 
 # Rows (dense) or stored values (CSR) per pass of the variance: bounds the
@@ -118,6 +119,14 @@ class MemorySummary(InputSummary):
         """Return the rows ``index`` of X."""
         return self._X[np.asarray(index)]
 
+    def min_value(self):
+        """Return X's smallest entry (a CSR's implicit zeros included), with no per-column array."""
+        X = self._X
+        if not sp.issparse(X):
+            return float(X.min()) if X.size else 0.0
+        low = float(X.data.min()) if X.data.size else 0.0
+        return min(low, 0.0) if X.data.size < X.shape[0] * X.shape[1] else low
+
     def training_rows(self, max_rows, random_state):
         """Return X, every row: in memory a map is fitted on the whole training input."""
         return self._X
@@ -125,6 +134,8 @@ class MemorySummary(InputSummary):
     def column_range(self):
         """Return each column's (minimum, maximum), a CSR's implicit zeros included."""
         X = self._X
+        check_memory(2 * X.shape[1] * X.dtype.itemsize, f"the range of each of {X.shape[1]} columns",
+                     "use fewer columns")
         if sp.issparse(X):
             return X.min(axis=0).toarray().ravel(), X.max(axis=0).toarray().ravel()
         return X.min(axis=0), X.max(axis=0)

@@ -196,11 +196,15 @@ class RidgeClassifier(PartialFitMixin, _LeastSquaresClassifier):
     @available_with_reason(partial_fit_works)
     def partial_fit(self, X: MatrixLike, y: ArrayLike, classes: Optional[ArrayLike] = None,
                     sample_weight: Optional[ArrayLike] = None) -> Self:
-        """Update the classifier with a block of rows: exactly ``fit`` on all the blocks seen so far.
+        """Update the classifier with a block of rows (incremental learning on batches, as in scikit-learn).
 
         As :meth:`randfeat.Ridge.partial_fit` (merged statistics, Cholesky
-        re-solve after every block, first block fixes the feature map,
-        binning refused), with the ±1 target columns of ``classes``.
+        re-solve after every block, binning refused), with the ±1 target
+        columns of ``classes``.  The feature map is fitted on the first
+        block and kept: given it, the model equals the ridge solution on
+        the concatenated blocks; it equals ``fit`` on them only for maps
+        whose draw reads no rows (not ``Nystroem``, leverage sampling or
+        ``gamma="scale"``, which are drawn from the first block).
 
         Parameters
         ----------

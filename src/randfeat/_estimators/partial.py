@@ -1,14 +1,22 @@
-"""Exact incremental fitting: ``partial_fit`` of Ridge and RidgeClassifier by merged sufficient statistics.
+"""Incremental fitting: ``partial_fit`` of Ridge and RidgeClassifier by merged sufficient statistics.
 
+The feature map is cloned and fitted on the first block and then kept.
 Each call merges the block's ``RidgeStatistics`` (``pipeline.block_statistics``,
 the same accumulate loop as ``fit``) into the estimator's and re-solves, so
-after any sequence of blocks the model is the one ``fit`` gives on their
-concatenation.
+after any sequence of blocks the model is exactly the ridge solution on
+their concatenation *with that map*.  That is ``fit`` on the concatenation
+when the map's draw reads nothing but the input's width and dtype (a numeric
+gamma and i.i.d., orthogonal, QMC or structured frequencies); a map whose
+draw reads rows (Nystroem's landmarks, leverage sampling, ``gamma="scale"``)
+is drawn from the first block only, so ``first_block_check`` refuses a first
+block too small to draw it from and warns where it is smaller than what
+``fit`` would read.
 """
 
 from __future__ import annotations
 
 import time
+import warnings
 from typing import Any, Callable, TypeVar
 
 import numpy as np
@@ -21,8 +29,14 @@ from .._core.protocols import OutputKind
 from .._core.threads import effective_n_threads
 from .._core.params import transaction
 from .._core.validation import check_sample_weight, validate_X, validate_X_y
-from .._maps.transformer import as_feature_map
 from .._backends.in_memory import IN_MEMORY
+from .._maps.contract import FeatureMap
+from .._maps.leverage import FOURIER_ROWS, POOL_ROWS
+from .._maps.transformer import as_feature_map
+
+#: Rows below which a ``gamma="scale"`` first block warns: its variance then
+#: varies by more than about sqrt(2 / 1000) = 4.5% relative on one column.
+SCALE_ROWS = 1000
 
 _BINNING_PARTIAL_FIT = (
     "partial_fit is unavailable with features={features}(...): binning's vocabulary of occupied bins "
@@ -87,6 +101,56 @@ def partial_fit_works(est):
     return True
 
 
+def first_block_check(name, features, n_rows):
+    """Refuse or warn when a map drawn from the rows would be drawn from too small a first block.
+
+    ``partial_fit`` fits the map on the first block only.  Nystroem's
+    landmarks are rows of that block: fewer rows than ``n_components`` would
+    cut the map's width for good, so that is a ValueError.  Leverage scores
+    and ``gamma="scale"`` are estimated from the block: a block smaller than
+    what ``fit`` reads (or than ``SCALE_ROWS`` rows for the variance) gives a
+    noisier map than ``fit`` on all the rows would, so a ``UserWarning``.
+
+    Parameters
+    ----------
+    name : str
+        The estimator's class name, for messages.
+    features : FeatureMap or None
+    n_rows : int
+        Rows of the first block.
+    """
+    if not isinstance(features, FeatureMap):
+        return
+    params = features.get_params(deep=False)
+    fmap = type(features).__name__
+    landmarks = params.get("landmarks")
+    if isinstance(landmarks, str):
+        m = int(params["n_components"])
+        if n_rows < m:
+            raise ValueError(
+                f"{name}.partial_fit fits its features on the first block, and {fmap}(n_components={m}) draws its "
+                f"{m} landmarks from that block's rows: a first block of {n_rows} rows would leave {n_rows} "
+                f"landmarks for every later block. Give a first block of at least {m} rows, landmarks as an "
+                f"array of rows, or fit on all the rows with {name}.fit."
+            )
+    reads = []
+    if landmarks == "leverage":
+        reads.append((max(POOL_ROWS, 20 * int(params["n_components"])), "its leverage scores"))
+    if params.get("sampling") == "leverage":
+        D = int(params["n_components"])
+        n_freq = D if params.get("feature_map") == "cos" else (D + 1) // 2
+        reads.append((max(FOURIER_ROWS, 2 * n_freq), "its frequencies' leverage scores"))
+    if isinstance(params.get("gamma"), str) and params["gamma"] == "scale":
+        reads.append((SCALE_ROWS, "gamma='scale' (the variance of X)"))
+    for rows, what in reads:
+        if n_rows < rows:
+            warnings.warn(
+                f"{name}.partial_fit fits {fmap} on the first block only, and {what} would read up to {rows} rows "
+                f"in fit but read the {n_rows} of the first block: the map is noisier than fit's, and stays so "
+                f"for every later block. Give a larger first block, a numeric gamma, or fit on all the rows.",
+                UserWarning, stacklevel=4)
+
+
 class PartialFitMixin:
     """``partial_fit`` machinery shared by Ridge and RidgeClassifier (exact, by merged statistics).
 
@@ -139,6 +203,7 @@ class PartialFitMixin:
     def _partial_update(self, first, X, Y, sample_weight):
         """Merge the statistics of block (X, Y) into the running ones and re-solve; return the ``FitResult``."""
         if first:
+            first_block_check(type(self).__name__, self.features, X.shape[0])
             features = None if self.features is None else clone(self._feature_map())
             if features is not None:
                 features._fit_validated(X)

@@ -150,28 +150,40 @@ class Ridge(RegressorMixin, PartialFitMixin, BaseRidge):
 
     @available_with_reason(partial_fit_works)
     def partial_fit(self, X: MatrixLike, y: ArrayLike, sample_weight: Optional[ArrayLike] = None) -> Self:
-        """Update the model with a block of rows: exactly ``fit`` on all the blocks seen so far.
-
-        Each call adds the block's sufficient statistics (centred Gram
-        matrix, cross-products, means; merged exactly, see ``_stats.py``) to
-        those of the earlier blocks and solves again by Cholesky, so the
-        model predicts after every call and, after any sequence of blocks,
-        equals ``fit`` on their concatenation (to rounding, ~1e-12
-        relative).  Memory: the D × D Gram matrix of the features, whatever
-        the number of rows.
+        """Update the model with a block of rows (incremental learning on batches, as in scikit-learn).
 
         The first call fixes ``n_features_in_``, the number of targets, and,
         when ``features`` is given, the feature map: ``features`` is cloned
-        and fitted on the first block (a Fourier map reads only its width
-        and dtype; with ``gamma="scale"`` also its variance, so that gamma is
-        the first block's).  Sparse feature maps (binning) are refused: their
-        vocabulary of occupied bins grows with the blocks and their CG
-        solve needs every row, so use ``fit``.  ``alpha`` may change between
-        calls (the statistics do not depend on it).  ``fit`` discards the
-        accumulated statistics: a ``partial_fit`` after a ``fit`` starts
-        anew.  With ``solver="cg"`` or a sparse feature map the method is
-        absent (``hasattr(est, "partial_fit")`` is False), as scikit-learn
-        offers ``partial_fit`` only where it works.
+        and fitted on the first block, then kept for every later block.
+        Each call adds the block's sufficient statistics (centred Gram
+        matrix, cross-products, means; merged exactly, see ``_stats.py``) to
+        those of the earlier blocks and solves again by Cholesky, so the
+        model predicts after every call.
+
+        What is exact: given that feature map, the model after any sequence
+        of blocks equals the ridge solution on their concatenation (to
+        rounding, ~1e-12 relative).  It equals ``fit`` on the concatenation
+        when the map's draw reads only the input's width and dtype
+        (``RandomFourierFeatures`` with a numeric gamma and ``'iid'``,
+        ``'orthogonal'``, ``'qmc'``, ``'sorf'`` or ``'fastfood'`` sampling,
+        ``RBFSampler``, ``SkewedChi2Sampler``, ``PolynomialCountSketch``,
+        ``AdditiveChi2Sampler``, or no map).  A map whose draw reads rows is
+        drawn from the first block alone and differs from ``fit``'s:
+        ``Nystroem``'s landmarks are rows of the first block (a first block
+        with fewer rows than ``n_components`` raises a ValueError rather
+        than cut the map's width), leverage sampling scores the first
+        block's rows, and ``gamma="scale"`` is the first block's; these warn
+        when the first block is smaller than what ``fit`` would read.
+
+        Sparse feature maps (binning) are refused: their vocabulary of
+        occupied bins grows with the blocks and their CG solve needs every
+        row, so use ``fit``.  ``alpha`` may change between calls (the
+        statistics do not depend on it).  ``fit`` discards the accumulated
+        statistics: a ``partial_fit`` after a ``fit`` starts anew.  With
+        ``solver="cg"`` or a sparse feature map the method is absent
+        (``hasattr(est, "partial_fit")`` is False), as scikit-learn offers
+        ``partial_fit`` only where it works.  Memory: the D × D Gram matrix
+        of the features, whatever the number of rows.
 
         Parameters
         ----------

@@ -101,8 +101,9 @@ def additive_chi2_features(X, sample_steps, sample_interval, n_threads):
     within = np.arange(nnz, dtype=np.int64) - indptr64[row]
     start = nb * indptr64[row] + within
     indices = np.empty(nb * nnz, dtype=index_dtype)
+    cols = X.indices.astype(index_dtype, copy=False)  # int64 when the output is wider than int32 holds
     for b in range(nb):
-        indices[start + b * counts[row]] = X.indices + b * d
+        indices[start + b * counts[row]] = cols + index_dtype(b * d)
     indptr = (nb * indptr64).astype(index_dtype)
     return sp.csr_matrix((data, indices, indptr), shape=(n, width))
 
@@ -244,8 +245,7 @@ class AdditiveChi2Sampler(FeatureMap):
 
     def _draw(self, summary):
         """Nothing random: the resolved interval, and a check that the training data are non-negative."""
-        lo, _ = summary.column_range()
-        if np.size(lo) and np.min(lo) < 0:
+        if summary.min_value() < 0:  # one pass, no per-column array (2^29 columns would need GiBs)
             raise ValueError(_NEGATIVE)
         steps = int(self.sample_steps)
         return AdditiveChi2State(n_features_out=(2 * steps - 1) * summary.n_features, sample_steps=steps,

@@ -136,7 +136,11 @@ def count_sketch_features(X, index_hash, bit_hash, n_components, gamma, coef0, n
         _sketch(X, args, out, np.empty((0, degree, D), dtype=dtype), np.full(n, -1, np.int64), n_threads)
         return out
     # Chunks of rows whose count sketches fit the FFT batch, whatever their mix.
-    chunk = max(64, _FFT_BATCH_BYTES // (degree * D * dtype.itemsize))
+    chunk = max(1, _FFT_BATCH_BYTES // (degree * D * dtype.itemsize))
+    # One row's count sketches, their spectra (complex, D/2 + 1 each) and the product: ~3 degree·D values.
+    check_memory(3 * degree * D * dtype.itemsize * min(chunk, n),
+                 f"the FFT buffers of the tensor sketch ({min(chunk, n)} rows x {degree} x {D} {dtype.name})",
+                 "use a smaller n_components or degree")
     for s in range(0, n, chunk):
         e = min(n, s + chunk)
         fft_rows = np.flatnonzero(~direct[s:e])

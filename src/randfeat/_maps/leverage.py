@@ -321,12 +321,56 @@ class FourierLeverageDraw:
 def draw_fourier_leverage(spec, d, n_freq, nu, n_samples, rng, *, with_offset):
     """Draw the pool, the row sample, the resampling uniforms and the phases (in this order)."""
     M = FOURIER_POOL_FACTOR * n_freq
-    pool, _ = draw_unit_frequencies(spec, "iid", d, M, nu, rng, with_offset=False)
     n_rows = min(n_samples, max(FOURIER_ROWS, 2 * n_freq))
+    check_leverage_cost(n_rows, M, d)  # before drawing anything
+    pool, _ = draw_unit_frequencies(spec, "iid", d, M, nu, rng, with_offset=False)
     rows = np.sort(rng.permutation(n_samples)[:n_rows]) if n_rows < n_samples else np.arange(n_samples)
     uniforms = rng.random(n_freq)
     b = rng.uniform(0.0, 2.0 * np.pi, size=n_freq) if with_offset else None
     return FourierLeverageDraw(pool, rows.astype(np.int64), uniforms, b)
+
+
+#: Floating-point operations above which a Fourier leverage estimate is refused: about 3 minutes on
+#: one core (it runs on one BLAS thread, for results independent of n_jobs).  Measured by this
+#: count: 5.1e10 in 0.75 s (D = 400, 3000 rows), 8.5e11 in 14.5 s (D = 4000), ~6e10 per second.
+FOURIER_LEVERAGE_MAX_FLOPS = 1e13
+
+
+def frequency_leverage_flops(n, M, d):
+    """Predicted floating-point operations of ``frequency_leverage`` on n rows, M frequencies, d features.
+
+    Parameters
+    ----------
+    n, M, d : int
+
+    Returns
+    -------
+    float
+    """
+    n, M, d = float(n), float(M), float(d)
+    if 2 * M <= n:  # features' space: Φ, ΦᵀΦ, its eigendecomposition
+        return 2 * n * M * d + 2 * n * (2 * M) ** 2 + 10 * (2 * M) ** 3
+    # rows' space: Φ twice, ΦΦᵀ, its eigendecomposition, the projections
+    return 4 * n * M * d + 2 * n * n * (2 * M) + 10 * n ** 3 + 2 * n * n * (2 * M)
+
+
+def check_leverage_cost(n, M, d):
+    """ValueError, before any work, when the leverage of M frequencies on n rows would take too long.
+
+    Parameters
+    ----------
+    n, M, d : int
+        Rows, pool frequencies, input features.
+    """
+    flops = frequency_leverage_flops(n, M, d)
+    if flops > FOURIER_LEVERAGE_MAX_FLOPS:
+        raise ValueError(
+            f"sampling='leverage' would estimate the leverage of {M} pool frequencies ({M // FOURIER_POOL_FACTOR} "
+            f"drawn) on {n} rows: about {flops:.1e} floating-point operations, roughly "
+            f"{flops / 6e10 / 60:.0f} minutes on one core (the cost grows like the rows sampled squared times the "
+            f"pool). Use a smaller n_components (the rows sampled are max({FOURIER_ROWS}, 2 x frequencies)), or "
+            f"sampling='orthogonal' or 'iid', which cost nothing at fit."
+        )
 
 
 def frequency_leverage(X, W, regularization, n_threads, chunk=512):
@@ -353,6 +397,7 @@ def frequency_leverage(X, W, regularization, n_threads, chunk=512):
     lam : float
     """
     n, M = X.shape[0], W.shape[1]
+    check_leverage_cost(n, M, X.shape[1])
     side = min(n, 2 * M)
     check_memory(8 * (2 * side * side + 2 * n * min(2 * chunk, 2 * M)), f"the leverage of {M} frequencies on {n} "
                  f"rows (float64)", "use a smaller n_components or sampling='iid'")

@@ -184,7 +184,10 @@ class Nystroem(FeatureMap):
     N are computed together by one compiled, threaded kernel, a few hundred
     rows at a time while they are in cache: no n × m temporary, float32
     stays float32 (scikit-learn computes float32 kernels partly in float64),
-    bit-identical for any ``n_jobs``.  N comes from an eigendecomposition of
+    bit-identical for any ``n_jobs``.  For ``rbf`` the rows and landmarks are
+    centred on the landmarks' mean before ‖x‖² − 2x·l + ‖l‖² (sparse rows:
+    the distances are formed in float64), so float32 keeps its accuracy on
+    data far from the origin; sparse landmarks stay sparse.  N comes from an eigendecomposition of
     K(L, L) in float64 (scikit-learn: an SVD in the data's dtype), eigenvalues
     clipped at 1e-12 in absolute value as scikit-learn's singular values.
 
@@ -386,6 +389,10 @@ class Nystroem(FeatureMap):
     def _make_state(self, kernel, L, idx, dtype):
         if sp.issparse(L):
             L = canonical_csr(L)  # one index dtype, sorted rows: the form the state check accepts
+        m = int(L.shape[0])
+        # K(L, L), its float64 copy, eigenvectors and N (float64): about 5 m × m.
+        check_memory(5 * 8 * m * m, f"the {m} x {m} kernel between the landmarks and its inverse square root",
+                     "use a smaller n_components")
         if kernel.name == "precomputed":
             K_mm = L[:, idx]
             K_mm = K_mm.toarray() if sp.issparse(K_mm) else np.asarray(K_mm)

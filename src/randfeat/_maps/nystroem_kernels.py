@@ -27,6 +27,7 @@ import scipy.sparse as sp
 from sklearn.metrics.pairwise import pairwise_kernels
 from sklearn.utils._param_validation import InvalidParameterError
 
+from .._core.memory_budget import check_memory
 from .._core.threads import threads_for
 from .._ext import _kernel_approx_fast as _fast
 from .kernels import MATERN_NUS
@@ -153,31 +154,113 @@ def check_kernel_input(kernel, X, what="X"):
             raise ValueError(f"{what} may not contain entries smaller than -skewedness (the skewed_chi2 kernel).")
 
 
-@dataclass(frozen=True)
 class Landmarks:
-    """Landmarks prepared for the compiled block, in one dtype.
+    """Landmarks prepared for the compiled block, in one dtype; dense forms built only when used.
+
+    Sparse landmarks stay sparse: the dot-product kernels read them through
+    sparse products (sparse rows) and only a dense row block, or a
+    coordinatewise kernel, builds the packed dense copy (memory checked
+    first).  For ``rbf`` the dense copy is centred on the landmarks' mean
+    (``shift``, float64) and rows are centred the same way before the
+    compiled block, so ‖x − l‖² = ‖x'‖² − 2x'·l' + ‖l'‖² is formed from
+    small numbers: float32 keeps its accuracy on offset data.
 
     Attributes
     ----------
+    kernel : NystroemKernel
     L : ndarray or CSR matrix of shape (m, d)
-        The landmarks (dense for the compiled kernels; as given for a callable).
-    Lt_dense : ndarray of shape (d, m) or None
-        Lᵀ for sparse rows' dot products.
-    Lp, Lp2 : ndarray
-        Lᵀ packed (``pack_panels``); for skewed_chi2, (L + c)ᵀ and sqrt(L + c)ᵀ.
-    lvec : ndarray of shape (m,) or (0,)
-        Squared norms (rbf) or inverse norms (cosine) of the landmarks.
+        The landmarks as given (a callable kernel reads these).
+    dtype : dtype
+        float32 or float64.
+    shift : ndarray of shape (d,), float64, or None
+        The mean subtracted from landmarks and rows (rbf only).
     """
 
-    L: object
-    Lt_dense: Optional[np.ndarray]
-    Lp: np.ndarray
-    Lp2: np.ndarray
-    lvec: np.ndarray
+    def __init__(self, kernel, L, dtype):
+        self.kernel, self.L, self.dtype = kernel, L, np.dtype(dtype)
+        self.m = L.shape[0]
+        self.shift = None
+        if kernel.name == "rbf":
+            mean = L.mean(axis=0) if self.m else np.zeros((1, L.shape[1]))
+            self.shift = np.asarray(mean, dtype=np.float64).ravel()
+        self._cache = {}
+
+    def _cached(self, key, build):
+        if key not in self._cache:
+            self._cache[key] = build()
+        return self._cache[key]
+
+    def dense64(self):
+        """The landmarks as a dense float64 array, centred for rbf (memory checked)."""
+        def build():
+            check_memory(self.m * self.L.shape[1] * 16, f"the {self.m} landmarks as a dense array",
+                         "use a dot-product kernel (rbf, polynomial, linear, sigmoid, cosine) on sparse "
+                         "input, or fewer landmarks")
+            Ld = self.L.toarray() if sp.issparse(self.L) else np.asarray(self.L)
+            Ld = Ld.astype(np.float64)
+            if self.shift is not None:
+                Ld -= self.shift
+            return Ld
+        return self._cached("dense64", build)
+
+    @property
+    def Lp(self):
+        """Lᵀ packed (``pack_panels``) in the dtype; for skewed_chi2, (L + c)ᵀ."""
+        def build():
+            if self.kernel.name in ("callable", "precomputed"):
+                return np.zeros((0, 0, 0), dtype=self.dtype)
+            Ld = self.dense64()
+            if self.kernel.name == "skewed_chi2":
+                Ld = Ld + self.kernel.skewedness
+            return _fast.pack_panels(np.ascontiguousarray(Ld.T.astype(self.dtype)))
+        return self._cached("Lp", build)
+
+    @property
+    def Lp2(self):
+        """sqrt(L + c)ᵀ packed for skewed_chi2, else empty."""
+        def build():
+            if self.kernel.name != "skewed_chi2":
+                return np.zeros((0, 0, 0), dtype=self.dtype)
+            a = np.sqrt(self.dense64() + self.kernel.skewedness)
+            return _fast.pack_panels(np.ascontiguousarray(a.T.astype(self.dtype)))
+        return self._cached("Lp2", build)
+
+    @property
+    def lvec(self):
+        """Squared norms of the centred landmarks (rbf), inverse norms (cosine), else empty."""
+        def build():
+            if self.kernel.name == "rbf":
+                Ld = self.dense64()
+                return np.einsum("ij,ij->i", Ld, Ld).astype(self.dtype)
+            if self.kernel.name == "cosine":
+                norms = np.sqrt(self.sq_norms64())
+                return np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0).astype(self.dtype)
+            return np.zeros(0, dtype=self.dtype)
+        return self._cached("lvec", build)
+
+    def sq_norms64(self):
+        """Squared norms of the landmarks as given, float64."""
+        def build():
+            if sp.issparse(self.L):
+                L = sp.csr_matrix(self.L)
+                rows = np.repeat(np.arange(self.m), np.diff(L.indptr))
+                return np.bincount(rows, weights=L.data.astype(np.float64) ** 2, minlength=self.m)
+            L64 = np.asarray(self.L, dtype=np.float64)
+            return np.einsum("ij,ij->i", L64, L64)
+        return self._cached("sq64", build)
+
+    def transposed(self, dtype):
+        """Lᵀ (d × m) as given, in ``dtype``: sparse (CSR) for sparse landmarks, else dense."""
+        dtype = np.dtype(dtype)
+        def build():
+            if sp.issparse(self.L):
+                return sp.csr_matrix(self.L.T, dtype=dtype)
+            return np.ascontiguousarray(np.asarray(self.L).T, dtype=dtype)
+        return self._cached(("T", dtype.str), build)
 
 
 def prepare_landmarks(kernel, L, dtype):
-    """Pack the landmarks (rows of the training data) for ``kernel_block`` / ``nystroem_features``.
+    """Prepare the landmarks (rows of the training data) for ``kernel_block`` / ``nystroem_features``.
 
     Parameters
     ----------
@@ -189,30 +272,38 @@ def prepare_landmarks(kernel, L, dtype):
     -------
     Landmarks
     """
-    dtype = np.dtype(dtype)
-    empty3 = np.zeros((0, 0, 0), dtype=dtype)
-    empty1 = np.zeros(0, dtype=dtype)
-    if kernel.name in ("callable", "precomputed"):
-        return Landmarks(L, None, empty3, empty3, empty1)
-    Ld = (L.toarray() if sp.issparse(L) else np.asarray(L)).astype(dtype, copy=False)
-    lvec = empty1
-    if kernel.name in ("rbf", "cosine"):
-        sq = np.einsum("ij,ij->i", Ld.astype(np.float64), Ld.astype(np.float64))
-        if kernel.name == "cosine":
-            norms = np.sqrt(sq)
-            sq = np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0)
-        lvec = sq.astype(dtype)
-    if kernel.name == "skewed_chi2":
-        a = Ld.astype(np.float64) + kernel.skewedness
-        Lp = _fast.pack_panels(np.ascontiguousarray(a.T.astype(dtype)))
-        Lp2 = _fast.pack_panels(np.ascontiguousarray(np.sqrt(a).T.astype(dtype)))
-    else:
-        Lp, Lp2 = _fast.pack_panels(np.ascontiguousarray(Ld.T)), empty3
-    return Landmarks(Ld, np.ascontiguousarray(Ld.T), Lp, Lp2, lvec)
+    return Landmarks(kernel, L, dtype)
 
 
-# Rows of a sparse X densified (or multiplied) at a time: a few MB.
+# Rows of a sparse X densified (or multiplied) at a time, and of a dense X centred at a time: a few MB.
 _SPARSE_CHUNK_BYTES = 8 << 20
+
+
+def _sparse_dots(lm, Xc, dtype):
+    """(dots, xvec, lvec) of sparse rows for the compiled map, scipy's products.
+
+    rbf: ‖x − l‖² accumulated in float64 (dots = −‖x − l‖²/2, xvec = lvec = 0,
+    so the compiled (xv − 2·dot) + lv is the float64 distance rounded once).
+    """
+    if lm.kernel.name == "rbf":
+        dots = Xc.astype(np.float64) @ lm.transposed(np.float64)
+        dots = dots.toarray() if sp.issparse(dots) else np.asarray(dots)
+        rows = np.repeat(np.arange(Xc.shape[0]), np.diff(Xc.indptr))
+        xsq = np.bincount(rows, weights=Xc.data.astype(np.float64) ** 2, minlength=Xc.shape[0])
+        d2 = (xsq[:, None] - 2.0 * dots) + lm.sq_norms64()[None, :]
+        np.maximum(d2, 0.0, out=d2)
+        d2 *= -0.5
+        return (np.ascontiguousarray(d2, dtype=dtype), np.zeros(Xc.shape[0], dtype=dtype),
+                np.zeros(lm.m, dtype=dtype))
+    dots = Xc @ lm.transposed(dtype)
+    dots = np.ascontiguousarray(dots.toarray() if sp.issparse(dots) else dots, dtype=dtype)
+    xvec = np.zeros(0, dtype=dtype)
+    if lm.kernel.name == "cosine":
+        rows = np.repeat(np.arange(Xc.shape[0]), np.diff(Xc.indptr))
+        sq = np.bincount(rows, weights=Xc.data.astype(np.float64) ** 2, minlength=Xc.shape[0])
+        norms = np.sqrt(sq)
+        xvec = np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0).astype(dtype)
+    return dots, xvec, lm.lvec
 
 
 def _rows_call(kernel, lm, X, Np, out, n_threads, index=None):
@@ -233,26 +324,28 @@ def _rows_call(kernel, lm, X, Np, out, n_threads, index=None):
         m = block.shape[1]
         _fast.nystroem_rows(block, lm.Lp, lm.Lp2, empty1, empty1, Np, out, "given", m, n_threads=n_threads)
         return
-    m = lm.L.shape[0]
+    m = lm.m
     if not sp.issparse(X):
-        _fast.nystroem_rows(X, lm.Lp, lm.Lp2, lm.lvec, empty1, Np, out, kernel.name, m, n_threads=n_threads, **kw)
+        if lm.shift is None:
+            _fast.nystroem_rows(X, lm.Lp, lm.Lp2, lm.lvec, empty1, Np, out, kernel.name, m,
+                                n_threads=n_threads, **kw)
+            return
+        # rbf: rows centred on the landmarks' mean (in float64, rounded once), a chunk at a time.
+        step = max(1, _SPARSE_CHUNK_BYTES // (max(1, X.shape[1]) * 8))
+        for s in range(0, X.shape[0], step):
+            Xc = (np.asarray(X[s : s + step], dtype=np.float64) - lm.shift).astype(dtype)
+            _fast.nystroem_rows(Xc, lm.Lp, lm.Lp2, lm.lvec, empty1, Np, out[s : s + step], kernel.name, m,
+                                n_threads=n_threads, **kw)
         return
     step = max(1, _SPARSE_CHUNK_BYTES // (max(m, X.shape[1]) * dtype.itemsize))
     for s in range(0, X.shape[0], step):
         Xc = X[s : s + step]
         if kernel.name in _fast.FROM_DOTS:
             # Dot products by scipy (each row from its own entries), then the compiled map and product.
-            dots = np.ascontiguousarray(Xc @ lm.Lt_dense, dtype=dtype)
-            xvec = empty1
-            if kernel.name in ("rbf", "cosine"):
-                rows = np.repeat(np.arange(Xc.shape[0]), np.diff(Xc.indptr))
-                sq = np.bincount(rows, weights=Xc.data.astype(np.float64) ** 2, minlength=Xc.shape[0])
-                if kernel.name == "cosine":
-                    norms = np.sqrt(sq)
-                    sq = np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0)
-                xvec = sq.astype(dtype)
-            _fast.nystroem_rows(dots, lm.Lp, lm.Lp2, lm.lvec, xvec, Np, out[s : s + step], kernel.name, m,
-                                have_dots=True, n_threads=n_threads, **kw)
+            dots, xvec, lvec = _sparse_dots(lm, Xc, dtype)
+            _fast.nystroem_rows(dots, np.zeros((0, 0, 0), dtype=dtype),
+                                np.zeros((0, 0, 0), dtype=dtype), lvec, xvec, Np, out[s : s + step],
+                                kernel.name, m, have_dots=True, n_threads=n_threads, **kw)
         else:
             _fast.nystroem_rows(Xc.toarray(), lm.Lp, lm.Lp2, lm.lvec, empty1, Np, out[s : s + step], kernel.name,
                                 m, n_threads=n_threads, **kw)
@@ -283,7 +376,7 @@ def kernel_block(kernel, X, lm, n_threads, index=None):
     -------
     K : ndarray of shape (n, m), X's dtype
     """
-    m = len(index) if kernel.name == "precomputed" else lm.L.shape[0]
+    m = len(index) if kernel.name == "precomputed" else lm.m
     out = np.empty((X.shape[0], m), dtype=X.dtype)
     _rows_call(kernel, lm, _dense_rows(X), np.zeros((0, 0, 0), dtype=X.dtype), out, n_threads, index)
     return out

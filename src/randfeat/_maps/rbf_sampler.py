@@ -14,6 +14,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils._param_validation import InvalidParameterError, StrOptions
 
+from .._core.memory_budget import check_memory
 from .._core.protocols import MapCapability, OutputKind
 from .._core.validation import N_JOBS, Interval
 from .contract import FeatureMap, MapState
@@ -37,6 +38,8 @@ def draw_rbf_sampler(random_state, n_features, n_components):
     offset : ndarray of shape (n_components,), float64
         Phases b in [0, 2π).
     """
+    check_memory(3 * 8 * n_features * n_components, f"the {n_features} x {n_components} random weights (float64)",
+                 "use a smaller n_components")
     rng = draw_rng(random_state)
     unit = rng.normal(size=(n_features, n_components))
     offset = rng.uniform(0, 2 * np.pi, size=n_components)

@@ -10,7 +10,9 @@ features are ``cos(X @ W + b)``:
   inverse CDF of uniforms: same distribution, and no uniform can land on 0 and
   send ``ndtri`` to infinity.
 * ``orthogonal``: Orthogonal Random Features (Yu et al., 2016).  Stacked
-  ``d × d`` blocks of Haar-random orthogonal matrices whose rows are rescaled
+  ``d × d`` blocks of Haar-random orthogonal matrices (the last one only the
+  rows needed, from the QR of a d × k matrix: ⌈n/d⌉ blocks of min(d, n)
+  rows) whose rows are rescaled
   by independent norms from the radial part of the spectral density, so each
   row is still distributed as p(ω) but rows within a block are orthogonal.
   Only for spherically symmetric densities (``KernelSpec.radial_norms``).
@@ -52,6 +54,11 @@ def _iid_frequencies(spec, d, n, nu, rng):
     return spec.frequency_ppf(np.clip(U, _U_EPS, 1.0 - _U_EPS), d, nu)
 
 
+#: Widest d whose partial orthogonal block still draws the full d × d Gaussian (128 MiB), keeping the
+#: random stream of earlier releases; past it only the d × k numbers the block needs are drawn.
+STREAM_KEEPING_MAX_D = 4096
+
+
 def _orthogonal_frequencies(spec, d, n, nu, rng):
     if spec.radial_norms is None:
         raise ValueError(
@@ -59,15 +66,30 @@ def _orthogonal_frequencies(spec, d, n, nu, rng):
             f"and kernel={spec.name!r} has none (its frequencies are independent per "
             f"coordinate); use sampling='iid' or 'qmc', or kernel='rbf' or 'matern'"
         )
-    n_blocks = -(-n // d)
-    rows = np.empty((n_blocks * d, d))
-    for i in range(n_blocks):
-        G = rng.standard_normal((d, d))
+    # Only the rows needed: full blocks of d, then one of k = n mod d rows,
+    # the orthonormal columns of the QR of a d × k Gaussian (the first k
+    # columns of a Haar matrix: the same distribution, O(d·k²) time).  Up to
+    # d = STREAM_KEEPING_MAX_D the partial block's d × d Gaussian is still
+    # drawn and its first k columns factorised, which keeps the random
+    # stream, so the features are those of earlier releases (to rounding);
+    # wider, only the d × k Gaussian is drawn (a d × d one would need d²
+    # numbers: 39 GB at d = 70,000).
+    k_max = min(d, n)
+    check_memory(3 * 8 * d * k_max + (8 * d * d if d <= STREAM_KEEPING_MAX_D else 0),
+                 f"the QR of a {d} x {k_max} Gaussian block (float64)",
+                 "use a smaller n_components, or sampling='iid' for wide X")
+    W = np.empty((d, n))
+    for start in range(0, n, d):
+        k = min(d, n - start)
+        if k < d and d <= STREAM_KEEPING_MAX_D:
+            G = rng.standard_normal((d, d))[:, :k]
+        else:
+            G = rng.standard_normal((d, k))
         Q, R = np.linalg.qr(G)
         # Sign fix: makes Q Haar-distributed (QR alone is not unique in sign).
         Q *= np.where(np.diag(R) < 0, -1.0, 1.0)
-        rows[i * d : (i + 1) * d] = Q.T  # rows of Qᵀ: orthonormal directions
-    return UnitFrequencies(rows[:n].T, spec.radial_norms(rng, d, n, nu))
+        W[:, start : start + k] = Q  # columns: orthonormal directions
+    return UnitFrequencies(W, spec.radial_norms(rng, d, n, nu))
 
 
 def _qmc_points(dim, n, rng):

@@ -14,6 +14,7 @@ from numbers import Integral, Real
 import numpy as np
 import scipy.sparse as sp
 
+from .._core.memory_budget import check_memory
 from .._core.protocols import MapCapability, OutputKind
 from .._core.validation import N_JOBS, Interval
 from .contract import FeatureMap, MapState
@@ -37,6 +38,8 @@ def draw_skewed_chi2(random_state, n_features, n_components):
     W : ndarray of shape (n_features, n_components), float64
     offset : ndarray of shape (n_components,), float64
     """
+    check_memory(3 * 8 * n_features * n_components, f"the {n_features} x {n_components} random weights (float64)",
+                 "use a smaller n_components")
     rng = draw_rng(random_state)
     uniform = rng.uniform(size=(n_features, n_components))
     W = 1.0 / np.pi * np.log(np.tan(np.pi / 2.0 * uniform))

@@ -53,7 +53,21 @@ from scipy.linalg.blas import get_blas_funcs
 
 from .cholesky import RidgeSolution
 from .gram import _tiled_gram_add
+from .._core.memory_budget import check_memory
 from .._core.threads import single_threaded_blas
+
+
+def check_gram_memory(n_features, n_targets):
+    """MemoryError before a D × D Gram matrix that cannot fit (it and its Cholesky factor's copy, float64).
+
+    Parameters
+    ----------
+    n_features, n_targets : int
+    """
+    D = int(n_features)
+    check_memory(8 * (2 * D * D + 2 * D * int(n_targets)), f"the {D} x {D} Gram matrix of the features and its "
+                 f"Cholesky factor (float64)", "use fewer features (n_components), or solver='cg', which holds "
+                 "no D x D matrix")
 
 #: Largest max_j μ_j²/σ_j² (estimated per block) at which a block is not shifted, by dtype.
 SAFE_MEAN_RATIO = {np.dtype(np.float64): 1e4, np.dtype(np.float32): 1.0}
@@ -144,6 +158,7 @@ class RidgeStatistics:
         RidgeStatistics
         """
         D, K = n_features, n_targets
+        check_gram_memory(D, K)
         return cls(n_samples=0, weight_sum=0.0, gram_lower=np.zeros((D, D), order="F"), cross=np.zeros((D, K)),
                    y_sum_squares=np.zeros(K), shift=np.zeros(D), mean_offset=np.zeros(D), y_shift=np.zeros(K),
                    y_mean_offset=np.zeros(K), centred=fit_intercept, dtype=dtype)
@@ -327,6 +342,7 @@ class StatisticsAccumulator:
         self.dtype = np.dtype(dtype)
         self.fit_intercept = fit_intercept
         self.n_threads = n_threads
+        check_gram_memory(self.D, self.K)
         self._S = np.zeros((self.D, self.D), dtype=np.float64, order="F")  # lower triangle used
         self._cross = np.zeros((self.D, self.K))
         self._yss = np.zeros(self.K)
