@@ -3,7 +3,7 @@
 ``compute_outputs()`` recomputes them with the randfeat under test;
 ``tests/data/baseline_outputs.npz`` holds the values computed with randfeat as
 it was before the rework (commit "tests: baseline outputs ...").
-``tests/test_unchanged.py`` holds the two against each other: features
+``tests/trust/test_outputs_match_saved_fixtures.py`` holds the two against each other: features
 bit-identical, coefficients and predictions equal to rounding amplified by
 the conditioning (every problem here has cond(ZᵀZ + αI) well below 1e6).
 

@@ -6,7 +6,7 @@ estimators give through every route of the fit pipeline that
 ``partial_fit`` sequences, ``RidgeCV`` / ``RidgeClassifierCV`` in every
 selection mode, and the messages of the errors a user meets on the way.
 ``tests/data/pipeline_outputs.npz`` holds the values computed by randfeat
-0.1.0 at d21223b; ``tests/test_unchanged.py`` holds the two against each
+0.1.0 at d21223b; ``tests/trust/test_outputs_match_saved_fixtures.py`` holds the two against each
 other.
 
 ``pickle_cases()`` are fitted estimators; ``tests/data/pickles-0.1.0.pkl``

@@ -148,7 +148,7 @@ randfeat.show_config()
 EOF
     # The packaging and configuration tests always run against the wheel
     # (they are what differs between a repaired wheel and a local build).
-    no_compiler python -m pytest -p no:cacheprovider -q "$ROOT/tests/test_packaging.py" "$ROOT/tests/test_config.py"
+    no_compiler python -m pytest -p no:cacheprovider -q "$ROOT/tests/package/test_packaging.py" "$ROOT/tests/package/test_config.py"
     local args=() a
     for a in ${RANDFEAT_CHECK_PYTEST_ARGS:-tests}; do
         case "$a" in -*) args+=("$a") ;; *) args+=("$ROOT/$a") ;; esac
@@ -165,7 +165,7 @@ baseline_tests() {
     no_compiler env RANDFEAT_VECTOR_ISA=baseline python -c \
         "import randfeat; paths = randfeat.get_config()['vector_paths']; print('vector paths:', paths); assert all(v == 'baseline' for v in paths.values()), paths"
     no_compiler env RANDFEAT_VECTOR_ISA=baseline python -m pytest -p no:cacheprovider -q \
-        "$ROOT/tests/test_packaging.py" -k "vector_isa or vector_path"
+        "$ROOT/tests/package/test_packaging.py" -k "vector_isa or vector_path"
     local files=()
     if [ -n "${RANDFEAT_BASELINE_TESTS:-}" ]; then
         local f
@@ -178,7 +178,7 @@ baseline_tests() {
         fi
         echo "note: no test is marked 'kernel'; running the kernel test files"
         shopt -s nullglob
-        files=("$ROOT"/tests/test_*fourier*.py "$ROOT"/tests/test_*binning*.py "$ROOT"/tests/test_*sparse*.py)
+        files=("$ROOT"/tests/maps/test_fourier_features.py "$ROOT"/tests/maps/test_binning_features.py)
         shopt -u nullglob
     fi
     if [ "${#files[@]}" -eq 0 ]; then

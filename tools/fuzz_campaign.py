@@ -1,4 +1,4 @@
-"""Fuzz campaign: the property checks of tests/test_fuzz.py, run for many examples per target.
+"""Fuzz campaign: the property checks of tests/trust/test_fuzz.py, run for many examples per target.
 
 The test suite runs a small derandomised profile; this runs ``--examples``
 (default 10000) fresh random examples per target and prints, per target,
@@ -21,6 +21,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, seed, settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "trust"))
 import test_fuzz  # noqa: E402
 
 

@@ -4,7 +4,7 @@
   public functions of ``randfeat.datasets``, and the public members that
   randfeat's own classes define, as in ``test_docstrings.public_objects``)
   annotates every parameter and its return.
-* mypy, strict, checks ``tests/typing/public_api_usage.py``: fit and predict
+* mypy, strict, checks ``tests/package/typing/public_api_usage.py``: fit and predict
   with NumPy arrays, ``features=`` a randfeat map or a scikit-learn pipeline,
   a user's FeatureMap on the public protocol, RidgeCV's attributes.  Imports
   are followed silently: only the consumer's errors count (randfeat's own
@@ -118,7 +118,7 @@ def run_mypy(path, tmp_path):
 def test_mypy_accepts_the_typed_consumer(tmp_path):
     pytest.importorskip("mypy")
     proc = run_mypy(TYPING_DIR / "public_api_usage.py", tmp_path)
-    assert proc.returncode == 0, f"mypy rejected tests/typing/public_api_usage.py:\n{proc.stdout}\n{proc.stderr}"
+    assert proc.returncode == 0, f"mypy rejected tests/package/typing/public_api_usage.py:\n{proc.stdout}\n{proc.stderr}"
 
 
 def test_mypy_reports_a_wrong_call(tmp_path):

@@ -1,4 +1,4 @@
-"""scikit-learn's own Ridge test cases (sklearn/linear_model/tests/test_ridge.py), rewritten for randfeat.
+"""scikit-learn's own Ridge test cases (sklearn/linear_model/tests/estimators/test_ridge.py), rewritten for randfeat.
 
 The cases (issue 14's conformance list) are re-expressed here, not copied:
 a constructed problem with a known answer, alpha = 0 on rank-deficient X

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((ROOT / "examples").glob("plot_*.py"))
 
 pytestmark = pytest.mark.skipif(not (ROOT / "docs" / "conf.py").exists(), reason="no docs/ next to tests/")

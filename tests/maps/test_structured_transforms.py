@@ -214,8 +214,8 @@ def test_large_blocks_match_references():
 
 _ISA_SCRIPT = """
 import sys, numpy as np
-sys.path.insert(0, {tests!r})
-import test_structured as t
+sys.path[:0] = [{tests!r}, {tests_root!r}]
+import test_structured_transforms as t
 from randfeat._ext import _structured_fast
 out = {{}}
 for sampling in t.SAMPLINGS:
@@ -234,14 +234,14 @@ def test_every_vector_path(isa, tmp_path):
     if expected_vector_path(isa) != isa:
         pytest.skip(f"this CPU (or run) has no {isa} path")
     path = tmp_path / f"{isa}.npz"
-    res = subprocess.run([sys.executable, "-c", _ISA_SCRIPT.format(tests=TESTS, path=str(path))],
+    res = subprocess.run([sys.executable, "-c", _ISA_SCRIPT.format(tests=TESTS, tests_root=os.path.dirname(TESTS), path=str(path))],
                          env=subprocess_env(RANDFEAT_VECTOR_ISA=isa), capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
     assert res.stdout.split()[-1] == isa
     # The arguments are the same bits on every path (no inexact fused operation).
     if isa != "baseline":
         base = tmp_path / "baseline.npz"
-        res = subprocess.run([sys.executable, "-c", _ISA_SCRIPT.format(tests=TESTS, path=str(base))],
+        res = subprocess.run([sys.executable, "-c", _ISA_SCRIPT.format(tests=TESTS, tests_root=os.path.dirname(TESTS), path=str(base))],
                              env=subprocess_env(RANDFEAT_VECTOR_ISA="baseline"), capture_output=True, text=True)
         assert res.returncode == 0, res.stderr
         with np.load(path) as a, np.load(base) as b:

@@ -542,7 +542,7 @@ def test_wrong_width():
         est.transform(_data(5, 4))
 
 
-# Bad parameters (and the rbf explanation): tests/test_params.py.
+# Bad parameters (and the rbf explanation): tests/estimators/test_parameter_validation.py.
 
 
 @pytest.mark.parametrize("value", [1e20, -1e20, 1e300])

@@ -1,6 +1,6 @@
 """RandomFourierFeatures(sampling='sorf' / 'fastfood') through the feature-map contract.
 
-The transform itself is checked against NumPy in tests/test_structured.py;
+The transform itself is checked against NumPy in tests/maps/test_structured_transforms.py;
 here: the estimator (parameters, O(D) state, pickling, gamma='scale', the
 gamma path, errors) and every pipeline that takes a feature map (Ridge and
 RidgeClassifier streaming, RidgeCV's gamma path, partial_fit, Dask), and a

@@ -25,7 +25,7 @@ from randfeat import (
     RidgeCV,
 )
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 HAVE_DOCS = (ROOT / "docs" / "conf.py").exists()
 DROP_INS = ("RBFSampler", "Nystroem", "SkewedChi2Sampler", "PolynomialCountSketch", "AdditiveChi2Sampler")
 

@@ -25,7 +25,7 @@ from randfeat import (AdditiveChi2Sampler, MapCapability, Nystroem, OutputKind, 
                       RandomBinningFeatures, RandomFourierFeatures, RBFSampler, Ridge, RidgeClassifier, RidgeCV,
                       SkewedChi2Sampler, TransformerMap, as_feature_map)
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "plot_writing_a_feature_map.py"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "plot_writing_a_feature_map.py"
 
 
 def _close(a, b, rtol=1e-10):

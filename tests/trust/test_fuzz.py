@@ -29,7 +29,7 @@ from hypothesis import strategies as st
 
 import _binning_reference as binning_ref
 from randfeat import RandomBinningFeatures, RandomFourierFeatures, Ridge, RidgeClassifier, kernel_matrix
-from test_fourier import feature_tolerance, slow_features
+from _fourier_reference import feature_tolerance, slow_features
 
 #: Examples per target in the test run (tools/fuzz_campaign.py runs more).
 FUZZ_EXAMPLES = int(os.environ.get("RANDFEAT_FUZZ_EXAMPLES", "40"))

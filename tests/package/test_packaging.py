@@ -31,7 +31,7 @@ from _subprocess_env import subprocess_env
 
 PKG_DIR = pathlib.Path(randfeat.__file__).resolve().parent
 EXT_DIR = PKG_DIR / "_ext"  # the compiled layer
-TESTS_DIR = pathlib.Path(__file__).resolve().parent
+TESTS_DIR = pathlib.Path(__file__).resolve().parents[1]
 EXPECT_INSTALLED = os.environ.get("RANDFEAT_TEST_INSTALLED") == "1"
 EXPECT_VENDORED_OPENMP = os.environ.get("RANDFEAT_TEST_VENDORED_OPENMP") == "1"
 

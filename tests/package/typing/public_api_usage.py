@@ -1,4 +1,4 @@
-"""A typed consumer of randfeat's public API, checked by mypy (tests/test_typing.py); never imported by pytest."""
+"""A typed consumer of randfeat's public API, checked by mypy (tests/package/test_typing.py); never imported by pytest."""
 
 from __future__ import annotations
 

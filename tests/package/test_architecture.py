@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-SRC = Path(__file__).resolve().parent.parent / "src" / "randfeat"
+SRC = Path(__file__).resolve().parents[2] / "src" / "randfeat"
 
 #: The layers, lowest first: a module may import its own layer and the ones before it.
 LAYERS = ["_version", "_ext", "_core", "_linalg", "_maps", "_solvers", "_backends", "_estimators"]

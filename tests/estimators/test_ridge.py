@@ -446,7 +446,7 @@ def test_pipeline_and_float32_dtype():
 
 
 # ---------------------------------------------------------------- bad input
-# Bad parameters: tests/test_params.py.
+# Bad parameters: tests/estimators/test_parameter_validation.py.
 
 
 @pytest.mark.parametrize("bad", [np.nan, np.inf])
