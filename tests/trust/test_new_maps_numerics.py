@@ -13,7 +13,7 @@ import scipy.sparse as sp
 from sklearn.kernel_approximation import Nystroem as SkNystroem
 from sklearn.metrics.pairwise import rbf_kernel
 
-import randfeat._core.memory as _memory
+import randfeat._core.memory_budget as _memory
 from randfeat import Nystroem, Ridge
 
 
