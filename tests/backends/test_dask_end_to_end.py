@@ -302,7 +302,7 @@ def test_ridge_cg_dense_and_wide(sync, monkeypatch):
     _close(est.coef_, ref.coef_, rtol=1e-10)
     from randfeat._solvers import pipeline
 
-    monkeypatch.setattr(plan, "CHOLESKY_MAX_FEATURES", 30)
+    monkeypatch.setattr(pipeline, "CHOLESKY_MAX_FEATURES", 30)
     est = Ridge(features=RandomFourierFeatures(40, gamma=1.0, random_state=0), tol=1e-12).fit(Xd, y)
     ref = Ridge(features=RandomFourierFeatures(40, gamma=1.0, random_state=0), tol=1e-12).fit(X, y)
     assert est.solver_ == ref.solver_ == "cg"

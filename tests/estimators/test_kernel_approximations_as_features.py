@@ -66,8 +66,12 @@ def test_classifier_streams_the_features(name):
 def test_additive_chi2_sparse_features_in_ridge():
     Xs = sp.csr_matrix(np.where(X > 0.5, X, 0.0))
     fm = AdditiveChi2Sampler()
-    m = Ridge(alpha=0.1, features=fm).fit(Xs, Y)
     held = Ridge(alpha=0.1).fit(fm.fit_transform(Xs).toarray(), Y)
+    # CSR in, CSR out (OutputKind.SAME_AS_INPUT): held as CSR, solved by CG
+    # under solver="auto" (to its tol), by the Gram under "cholesky".
+    m = Ridge(alpha=0.1, features=fm, tol=1e-13).fit(Xs, Y)
+    assert m.solver_ == "cg" and _rel(m.coef_, held.coef_) < 1e-9
+    m = Ridge(alpha=0.1, features=fm, solver="cholesky").fit(Xs, Y)
     assert _rel(m.coef_, held.coef_) < 1e-9
 
 

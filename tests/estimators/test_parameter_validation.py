@@ -110,7 +110,6 @@ BAD[Ridge] = BAD[RidgeClassifier] = COMMON_BAD + [
     ("fit_intercept", 1, None),
     ("verbose", -1, None),
     ("verbose", 1.5, None),
-    ("features", StandardScaler(), "randfeat feature map"),
     ("features", "rff", "randfeat feature map"),
 ]
 
@@ -162,9 +161,12 @@ def test_binning_rbf_message_explains_why():
     assert "rbf" in msg and "binning" in msg and "RandomFourierFeatures" in msg and "negative near 0" in msg
 
 
-def test_ridge_features_message_points_to_pipeline():
-    with pytest.raises(InvalidParameterError, match=r"put it in a sklearn Pipeline before RidgeClassifier \(its whole"):
-        RidgeClassifier(features=StandardScaler()).fit(X, Y_CLF)
+def test_ridge_features_takes_any_scikit_learn_transformer():
+    # Issue 34: a transformer is wrapped (TransformerMap), not refused; what is
+    # neither a map nor a transformer names both.
+    assert RidgeClassifier(features=StandardScaler()).fit(X, Y_CLF).features_.n_features_out_ == X.shape[1]
+    with pytest.raises(InvalidParameterError, match=r"randfeat feature map .*, a scikit-learn transformer"):
+        RidgeClassifier(features=object()).fit(X, Y_CLF)
 
 
 def test_nested_feature_map_parameters_are_validated():

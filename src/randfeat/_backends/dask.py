@@ -180,6 +180,7 @@ class DaskBackend:
         features = None
         if template is not None:
             features = clone(template)
+            features._check_params()  # as its fit would: the map's own parameters
             features._state, _ = self.fit_map(features, X, return_features=False)
         D = X.shape[1] if features is None else int(features.n_features_out_)
         sparse = is_sparse(X) or (

@@ -127,11 +127,15 @@ class InputSummary(ABC):
     def column_range(self) -> tuple[np.ndarray, np.ndarray]:
         """Return ``(lo, hi)``: each column's minimum and maximum, in the input's dtype (a CSR's zeros included)."""
 
-    def min_value(self):
+    def min_value(self) -> float:
         """Return the smallest entry of the input as a float (a CSR's implicit zeros included), O(1) memory.
 
         The default reads ``column_range`` (two arrays of n_features);
         backends override it with one pass that holds no per-column array.
+
+        Returns
+        -------
+        float
         """
         lo, _ = self.column_range()
         return float(np.min(lo)) if np.size(lo) else 0.0

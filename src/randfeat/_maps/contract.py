@@ -53,6 +53,7 @@ from typing import Any, Optional
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn import get_config
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin, clone
 from sklearn.utils.validation import check_is_fitted
 
@@ -322,8 +323,9 @@ class FeatureMap(ClassNamePrefixFeaturesOutMixin, ValidatedParamsMixin, Transfor
         """Fit on rows a public call has already validated; return their features or None.
 
         The solvers' and backends' entry: no second validation of X and no
-        backend choice (the public call made both, once).  Records
-        ``n_features_in_`` as ``fit`` does.
+        backend choice (the public call made both, once).  The map's own
+        parameters are validated, as its ``fit`` would (``_check_params``).
+        Records ``n_features_in_`` as ``fit`` does.
 
         Parameters
         ----------
@@ -334,9 +336,20 @@ class FeatureMap(ClassNamePrefixFeaturesOutMixin, ValidatedParamsMixin, Transfor
         -------
         Z : ndarray, CSR matrix or None
         """
+        self._check_params()
         self._state, Z = self._fit_rows(self._draw(MemorySummary(X)), X, self._threads(), return_features)
         self.n_features_in_ = X.shape[1]
         return Z
+
+    def _check_params(self):
+        """Validate this map's parameters as its ``fit`` does, unless scikit-learn's config skips validation.
+
+        An estimator given the map as ``features=`` fits a clone through the
+        validated entry points, not through ``fit``: this is where the
+        clone's ``_parameter_constraints`` are still enforced.
+        """
+        if not get_config()["skip_parameter_validation"]:
+            self._validate_params()
 
     def _transform_validated(self, X):
         """Return the features of rows a public call has already validated (the solvers' per-chunk call).
