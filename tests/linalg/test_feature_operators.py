@@ -1,4 +1,4 @@
-"""The declared feature-operator interface (``_linops``), the normal operator (``_normal``), and the thread policy."""
+"""The declared feature-operator interface (``_linalg/``), the normal operator (``_solvers/normal.py``), and the thread policy."""
 
 import functools
 

@@ -1,4 +1,4 @@
-"""Identical feature rows merged into weighted rows: the same ridge problem (``_rowmerge``)."""
+"""Identical feature rows merged into weighted rows: the same ridge problem (``_linalg/rowmerge.py``)."""
 
 import numpy as np
 import pytest

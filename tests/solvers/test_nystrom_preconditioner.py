@@ -1,4 +1,4 @@
-"""Randomized Nyström preconditioner (``_nystrom``), its use by CG, and ``cg_ridge_path``."""
+"""Randomized Nyström preconditioner (``_solvers/nystrom_preconditioner.py``), its use by CG, and ``cg_ridge_path``."""
 
 import numpy as np
 import pytest

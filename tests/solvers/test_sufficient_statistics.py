@@ -1,4 +1,4 @@
-"""Sufficient statistics of the direct ridge path (``_stats``) and the solution object (``_cholesky``)."""
+"""Sufficient statistics of the direct ridge path (``_solvers/stats.py``) and the solution object (``_solvers/cholesky.py``)."""
 
 import dataclasses
 import pickle

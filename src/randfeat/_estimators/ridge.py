@@ -156,7 +156,7 @@ class Ridge(RegressorMixin, PartialFitMixin, BaseRidge):
         when ``features`` is given, the feature map: ``features`` is cloned
         and fitted on the first block, then kept for every later block.
         Each call adds the block's sufficient statistics (centred Gram
-        matrix, cross-products, means; merged exactly, see ``_stats.py``) to
+        matrix, cross-products, means; merged exactly, see ``_solvers/stats.py``) to
         those of the earlier blocks and solves again by Cholesky, so the
         model predicts after every call.
 

@@ -1,5 +1,5 @@
 # cython: language_level=3
-"""Dense kernels of the block conjugate-gradient solver (``_cg.py``).
+"""Dense kernels of the block conjugate-gradient solver (``_solvers/cg.py``).
 
 With K targets the CG iterates are D × K blocks, and block CG's algebra is
 made of thin products: D × K by K × K (``add_products``) and D × K by

@@ -12,10 +12,10 @@ across threads.  Sums are accumulated in double precision for float32 input
 (the columns of a binning feature matrix can hold hundreds of thousands of
 nonzeros, where float32 accumulation would lose digits).
 
-The row loops are C++ templates (``_csrc/randfeat_spmm.hpp``) instantiated
+The row loops are C++ templates (``_ext/include/randfeat_spmm.hpp``) instantiated
 here once per index × value type through Cython's fused types; this module
 is therefore compiled as C++.  ``compact_columns`` and ``csr_gram_block``
-serve the preconditioner (``_precond.py``) on any CSR matrix.
+serve the preconditioner (``_solvers/precond.py``) on any CSR matrix.
 """
 
 cimport cython

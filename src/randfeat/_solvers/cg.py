@@ -15,7 +15,7 @@ scaled identity on binning features, except on the block of the heaviest
 columns of a sparse Z, which is inverted exactly (for binning features
 each grid's block of ZᵀZ is diagonal, but the blocks *between* grids
 couple strongly where bins are crowded); or a randomized Nyström
-preconditioner (``nystrom.py``) built once per Z.  How ridge calls it (one
+preconditioner (``nystrom_preconditioner.py``) built once per Z.  How ridge calls it (one
 alpha, a path of alphas, the dual): ``cg_path.py``.
 
 Precision: the iterates and the small dense algebra are float64; the

@@ -83,7 +83,7 @@ def cg_ridge(ops, Y, sample_weight, alpha, *, fit_intercept, tol, max_iter, log=
     nystrom_rank : int or None
         Nyström sketch size; None chooses it automatically.
     memory_budget : int
-        Bytes the Nyström build may use (``_nystrom`` module docstring).
+        Bytes the Nyström build may use (``_solvers/nystrom_preconditioner.py`` module docstring).
 
     Returns
     -------

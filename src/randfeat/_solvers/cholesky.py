@@ -1,7 +1,7 @@
 """The direct ridge solution: a Cholesky factor of the centred Gram and everything that follows from it.
 
 ``RidgeSolution.from_statistics`` factorises A = Z_cᵀ W Z_c + αI (from the
-sufficient statistics of ``_stats.py``), solves for the coefficients and
+sufficient statistics of ``_solvers/stats.py``), solves for the coefficients and
 intercepts, and estimates the noise: σ² = Σ w r² / (N − dof) with
 dof = tr(Z_c A⁻¹ Z_cᵀ W) (+1 for the intercept), both from the statistics
 alone (no second pass over the data).  The solution is immutable and owns

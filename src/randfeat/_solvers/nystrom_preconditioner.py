@@ -31,7 +31,7 @@ bytes; the factors kept for the solve are U (8·D·ℓ bytes).
 before anything is allocated.
 
 Determinism.  Ω comes from a fixed seed; the normal products are
-thread-count independent (``_normal.py``) and every dense factorisation
+thread-count independent (``_solvers/normal.py``) and every dense factorisation
 and product here runs with BLAS held to one thread, so the factors — and
 the CG iterates — are bit-identical for any ``n_jobs``.
 """

@@ -6,7 +6,7 @@ which the CG solver fuses into its vector update, and a correction
 A preconditioner that is not diagonal at all (a Nyström sketch, say) sets
 ``inv_diag`` to zero and does all its work in ``correct``.
 
-The CG solver (``_cg.py``) solves A w = b with A = Z_cᵀ W Z_c + αI.  Jacobi
+The CG solver (``_solvers/cg.py``) solves A w = b with A = Z_cᵀ W Z_c + αI.  Jacobi
 (dividing by diag(A)) equalises the columns, but on sparse features whose
 columns have very uneven weight it leaves a wide spectrum.  Random binning
 features are the case in point: a bin holding n points has diagonal
@@ -32,7 +32,7 @@ of dense columns in sparse least squares, in its simplest (block-Jacobi)
 form.
 
 ``make_preconditioner`` chooses between this and the randomized Nyström
-preconditioner (``_nystrom.py``), which also treats the kernel's own
+preconditioner (``_solvers/nystrom_preconditioner.py``), which also treats the kernel's own
 spectrum and so keeps CG's iteration count low as α falls.
 
 Only operators with ``Capability.GRAM_BLOCK`` (sparse Z) get the block: for
