@@ -477,11 +477,13 @@ def check_additive_chi2(X, params, n_jobs):
     return None
 
 
-def _nystroem_kernel_error(kernel, gamma, X64, L64, eps):
-    """Forward-error bound of the kernel block K(X, L) (the compiled kernel, either dtype)."""
+def _nystroem_kernel_error(kernel, gamma, X64, L64, eps, centred=True):
+    """Forward-error bound of a kernel block K(X, L): randfeat's compiled one (``centred``, either
+    dtype) or scikit-learn's (float64, rbf's squared distances expanded about the origin)."""
     d = X64.shape[1]
-    if kernel == "rbf":  # ‖x‖² - 2x·l + ‖l‖²: rounding relative to the norms
-        nx, nl = np.sum(X64**2, axis=1), np.sum(L64**2, axis=1)
+    if kernel == "rbf":  # ‖x‖² - 2x·l + ‖l‖² of rows and landmarks centred on the landmarks' mean
+        mu = L64.mean(axis=0) if centred else np.zeros(d)
+        nx, nl = np.sum((X64 - mu) ** 2, axis=1), np.sum((L64 - mu) ** 2, axis=1)
         return 64 * eps * gamma * (d + 2) * (nx[:, None] + nl[None, :] + 1)
     if kernel in ("laplacian", "chi2"):
         nx, nl = np.abs(X64).sum(axis=1), np.abs(L64).sum(axis=1)
@@ -514,7 +516,12 @@ def check_nystroem(X, params, n_jobs):
     np.testing.assert_array_equal(_dense(est.components_), Xd[idx])
     L64 = X64[idx]
     gamma = params["gamma"] if params["gamma"] is not None else (1.0 if kernel == "chi2" else 1.0 / X.shape[1])
-    K = pairwise_kernels(X64, L64, metric=kernel, filter_params=True, gamma=gamma)
+    if kernel == "rbf":  # squared distances from the differences (scikit-learn's expand them)
+        K = np.exp(-gamma * np.sum((X64[:, None, :] - L64[None, :, :]) ** 2, axis=2))
+        K_LL = np.exp(-gamma * np.sum((L64[:, None, :] - L64[None, :, :]) ** 2, axis=2))
+    else:
+        K = pairwise_kernels(X64, L64, metric=kernel, filter_params=True, gamma=gamma)
+        K_LL = pairwise_kernels(L64, metric=kernel, filter_params=True, gamma=gamma)
     N = est.normalization_.astype(np.float64)
     assert Z.shape == (X.shape[0], len(idx)) and Z.dtype == X.dtype and est.normalization_.dtype == X.dtype
     # The compiled kernel block and product: Z = K(X, L) Nᵀ with our N.
@@ -523,13 +530,16 @@ def check_nystroem(X, params, n_jobs):
     zbound = E @ np.abs(N).T + 4 * (len(idx) + 2) * eps * (np.abs(K) @ np.abs(N).T) + 1e-300
     assert (np.abs(Z - K @ N.T) <= zbound).all(), np.max(np.abs(Z - K @ N.T) / zbound)
     # N = K(L, L)^(-1/2) is scikit-learn's where that is well conditioned; then so are the features.
-    lam = np.abs(np.linalg.eigvalsh(pairwise_kernels(L64, metric=kernel, filter_params=True, gamma=gamma)))
+    lam = np.abs(np.linalg.eigvalsh(K_LL))
     if lam.min() > 1e-6 * lam.max():
         cond = lam.max() / lam.min()
-        nbound = 100 * len(idx) * cond * (eps + E[idx].max() / lam.max()) * np.abs(ref.normalization_).max()
+        E_sk = _nystroem_kernel_error(kernel, gamma, X64, L64, float(np.finfo(np.float64).eps), centred=False)
+        k_error = (E[idx].max() + E_sk[idx].max()) / lam.max()
+        nbound = 100 * len(idx) * cond * (eps + k_error) * np.abs(ref.normalization_).max()
         np.testing.assert_allclose(N, ref.normalization_, rtol=0, atol=nbound)
         R = ref.transform(X64)
-        np.testing.assert_array_less(np.abs(Z - R), zbound + np.abs(K).sum(axis=1)[:, None] * nbound)
+        np.testing.assert_array_less(np.abs(Z - R), zbound + E_sk @ np.abs(N).T
+                                     + np.abs(K).sum(axis=1)[:, None] * nbound)
     _threads_and_pickle(make, est, X, Z, n_jobs)
     return None
 
