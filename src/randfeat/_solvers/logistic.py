@@ -1,0 +1,461 @@
+"""L2-penalised logistic regression on features: the loss, its Newton and L-BFGS solvers, one dispatcher (``fit``).
+
+The objective is scikit-learn's ``LogisticRegression``'s,
+
+    C · Σ_i w_i · loss_i + ½ ‖coef‖²      (the intercept is not penalised),
+
+binary (one column of coefficients, the sigmoid) or multinomial (K columns,
+the softmax; over-parameterised as scikit-learn's: the penalty makes the
+coefficients unique, the intercepts are kept summing to zero).  As in
+scikit-learn it is minimised divided by C·S (S = Σ w): the mean loss plus
+‖coef‖²/(2·C·S), so ``tol`` means what it means there (a bound on the
+gradient of that scaled objective).
+
+Where the rows come from (``DesignRows``): the features of a
+``pipeline.FeatureSource`` with a column of ones appended for the
+intercept, in float64, a chunk of rows at a time (``pipeline.row_chunks``).
+They are made once and held when they fit ``MATERIALISE_BYTES`` (or when the
+source holds them anyway: binning's CSR stays CSR), else made again from X
+at every pass (a pass is one evaluation of the loss and its gradient, and,
+for Newton, of the Hessian too).
+
+Solvers:
+
+* ``"newton-cholesky"``: the Hessian Zᵀ diag(s) Z (+ the penalty) is summed
+  chunk by chunk in the pass that computes the gradient, as fixed tiles
+  (``gram._tiled_gram_add``: the same bits for any thread count), factored
+  by Cholesky; Armijo step halving; it stops on scikit-learn's criterion
+  (max |gradient| <= tol and half the Newton decrement squared <= tol).
+  Multinomial: the full (K·P)² Hessian, blockdiag(Zᵀ diag(w p_k) Z) − QᵀQ
+  with Q's rows √w_i (p_i ⊗ z_i) (both Gram matrices of tiles), with the
+  intercepts' common shift (a null direction) removed.
+* ``"lbfgs"``: ``scipy.optimize.minimize(method="L-BFGS-B")`` with
+  scikit-learn's options; the loss and its gradient in one pass per evaluation.
+* ``"auto"``: Newton when its Hessian (8·(K·P)² bytes) fits
+  ``NEWTON_MEMORY_BYTES``, else L-BFGS.
+
+All the arithmetic is float64 (the features of float32 data are widened
+chunk by chunk); the loss uses log(1 + eˣ) and log-sum-exp in their stable
+forms.  Results do not depend on the thread count: chunks have sizes that
+do not depend on it, ``Z @ θ`` is ``row_products`` (row-independent), every
+sum over rows is single-threaded BLAS or fixed tiles.
+"""
+
+import dataclasses
+import time
+import warnings
+from typing import Callable, NamedTuple
+
+import numpy as np
+import scipy.linalg
+import scipy.optimize
+import scipy.sparse as sp
+from scipy.special import expit
+from sklearn.exceptions import ConvergenceWarning
+
+from .._core.memory_budget import check_memory
+from .._core.threads import effective_n_threads, single_threaded_blas
+from .._linalg.products import row_products
+from .gram import _tiled_gram_add
+from .pipeline import DEFAULT_CHUNK_BYTES, FeatureSource, row_chunks
+
+LOGISTIC_SOLVERS = ("auto", "lbfgs", "newton-cholesky")
+
+#: Largest Hessian (float64 bytes) for which ``solver="auto"`` picks Newton: (K·P)² <= 2^25, K·P <= 5792.
+NEWTON_MEMORY_BYTES = 256 * 2**20
+
+#: Largest float64 design (N × P bytes) held between passes; beyond it dense features are made again per pass.
+MATERIALISE_BYTES = 256 * 2**20
+
+#: Armijo's sufficient-decrease constant and the most step halvings of Newton's line search.
+ARMIJO = 2.0**-11
+MAX_HALVINGS = 20
+
+
+@dataclasses.dataclass(frozen=True)
+class LogisticSettings:
+    """The parameters of a logistic fit, as the solvers read them (an estimator's, validated).
+
+    Attributes
+    ----------
+    owner : str
+        The estimator's class name, for messages.
+    C : float
+    solver : {"auto", "newton-cholesky", "lbfgs"}
+    fit_intercept : bool
+    tol : float
+    max_iter : int
+    chunk_size : int or None
+    n_jobs : int or None
+    log : callable or None
+        Called with progress messages (verbose mode), else None.
+    init : tuple of (coef, intercept) or None
+        A warm start: coefficients (K, D) and intercepts (K,) of the same shape as this fit's.
+    """
+
+    owner: str
+    C: float = 1.0
+    solver: str = "auto"
+    fit_intercept: bool = True
+    tol: float = 1e-4
+    max_iter: int = 100
+    chunk_size: int | None = None
+    n_jobs: int | None = None
+    log: Callable | None = None
+    init: tuple | None = None
+
+
+class LogisticResult(NamedTuple):
+    """What a logistic solver produced, before it becomes an estimator's fitted attributes."""
+
+    solver: str  # the solver that ran ("newton-cholesky" or "lbfgs")
+    coef: np.ndarray  # (K, D) float64, K = 1 for two classes
+    intercept: np.ndarray  # (K,) float64
+    n_iter: np.ndarray  # (1,) int32, as scikit-learn
+    converged: bool
+    objective: float  # C·Σ w·loss + ½‖coef‖² at the solution
+    features: object  # the fitted feature map, or None
+
+
+# ------------------------------------------------------------------ the rows
+class DesignRows:
+    """The rows [z_i, 1] (the 1 only with an intercept) in float64, a chunk at a time.
+
+    Parameters
+    ----------
+    source : FeatureSource
+    fit_intercept : bool
+    chunk_size : int or None
+    """
+
+    def __init__(self, source, fit_intercept, chunk_size):
+        self.source, self.fit_intercept = source, fit_intercept
+        self.n_features = source.n_features
+        self.width = self.n_features + int(fit_intercept)
+        self.n_rows = source.n_rows
+        self.held = None
+        if source.sparse:  # binning: CSR stays CSR, one block
+            Z = source.Z.astype(np.float64)
+            if fit_intercept:
+                Z = sp.hstack([Z, np.ones((self.n_rows, 1))], format="csr")
+            self.held, self.bounds = Z, [(0, self.n_rows)]
+            return
+        self.bounds = list(row_chunks(self.n_rows, self.width, 8, chunk_size))
+        if self.n_rows * self.width * 8 <= MATERIALISE_BYTES:
+            self.held = np.empty((self.n_rows, self.width))
+            for s, e, Zb in self._made():
+                self.held[s:e] = Zb
+
+    @property
+    def materialised(self):
+        """True when the rows are held between passes (not made again from X)."""
+        return self.held is not None
+
+    def _made(self):
+        for s, e, Zb, _ in self.source.dense_blocks(self.bounds[0][1] if self.bounds else None):
+            out = np.empty((e - s, self.width))
+            out[:, :self.n_features] = Zb
+            if self.fit_intercept:
+                out[:, -1] = 1.0
+            yield s, e, out
+
+    def blocks(self):
+        """Yield (start, stop, rows): float64, dense (n × P) or CSR (binning, one block)."""
+        if self.held is None:
+            yield from self._made()
+        elif sp.issparse(self.held):
+            yield 0, self.n_rows, self.held
+        else:
+            for s, e in self.bounds:
+                yield s, e, self.held[s:e]
+
+
+# ------------------------------------------------------------------ the loss
+def _times(Zt, M, n_threads):
+    """Z̃ @ M, each row's value independent of the chunking and of the thread count."""
+    return np.asarray(Zt @ M) if sp.issparse(Zt) else row_products(Zt, M, n_threads)
+
+
+def _transposed_times(Zt, R):
+    """Z̃ᵀ @ R (single-threaded BLAS, or SciPy's CSR product: the same bits for any thread count)."""
+    return np.asarray(Zt.T @ R)
+
+
+def _gram_add(Zs, H, n_threads):
+    """Add the lower triangle of Zsᵀ Zs into H (a float64 view)."""
+    if sp.issparse(Zs):
+        H += np.tril((Zs.T @ Zs).toarray())
+    else:
+        _tiled_gram_add(np.ascontiguousarray(Zs), H, n_threads)
+
+
+def _scaled(Zt, v):
+    """diag(v) Z̃ (a new matrix)."""
+    return sp.diags(v) @ Zt if sp.issparse(Zt) else Zt * v[:, None]
+
+
+class LogisticLoss:
+    """The scaled objective (mean loss + ‖coef‖²/(2·C·S)) of θ, its gradient and its Hessian, one pass each.
+
+    Parameters
+    ----------
+    rows : DesignRows
+    labels : ndarray (N,) of int
+        Each row's class index (0/1 for two classes).
+    weights : ndarray (N,) float64
+        w_i / S (summing to 1).
+    n_classes : int
+    l2 : float
+        1 / (C·S).
+    n_threads : int
+    log : callable or None
+    """
+
+    def __init__(self, rows, labels, weights, n_classes, l2, n_threads, log=None):
+        self.rows, self.labels, self.weights = rows, labels, weights
+        self.K = 1 if n_classes == 2 else n_classes
+        self.P, self.D = rows.width, rows.n_features
+        self.l2, self.n_threads, self.log = l2, n_threads, log
+        self.passes = 0
+
+    @property
+    def n_params(self):
+        """K·P: the length of θ."""
+        return self.K * self.P
+
+    def penalty_mask(self):
+        """1.0 where θ is penalised (coefficients), 0.0 at the intercepts; shape (K, P)."""
+        mask = np.ones((self.K, self.P))
+        mask[:, self.D:] = 0.0
+        return mask
+
+    def evaluate(self, theta, hessian=False):
+        """Return (f, gradient, Hessian or None) of the scaled objective at θ (K·P,), one pass over the rows."""
+        Theta = theta.reshape(self.K, self.P)
+        K, P = self.K, self.P
+        f, G = 0.0, np.zeros((K, P))
+        H = np.zeros((K * P, K * P)) if hessian else None
+        Q = np.zeros((K * P, K * P)) if hessian and K > 1 else None
+        with single_threaded_blas():
+            for s, e, Zt in self.rows.blocks():
+                y, w = self.labels[s:e], self.weights[s:e]
+                F = _times(Zt, Theta.T, self.n_threads)
+                if K == 1:
+                    f1 = F[:, 0]
+                    f += float(np.dot(w, np.logaddexp(0.0, f1) - np.where(y == 1, f1, 0.0)))
+                    p = expit(f1)
+                    R = (w * (p - y))[:, None]
+                    if hessian:
+                        _gram_add(_scaled(Zt, np.sqrt(w * p * (1.0 - p))), H, self.n_threads)
+                else:
+                    top = F.max(axis=1, keepdims=True)
+                    E = np.exp(F - top)
+                    total = E.sum(axis=1)
+                    picked = F[np.arange(len(y)), y]
+                    f += float(np.dot(w, top[:, 0] + np.log(total) - picked))
+                    Pr = E / total[:, None]
+                    R = Pr.copy()
+                    R[np.arange(len(y)), y] -= 1.0
+                    R *= w[:, None]
+                    if hessian:
+                        self._multinomial_hessian(Zt, w, Pr, H, Q)
+                G += _transposed_times(Zt, R).T
+        self.passes += 1
+        mask = self.penalty_mask()
+        f += 0.5 * self.l2 * float(np.sum((Theta * mask) ** 2))
+        G += self.l2 * Theta * mask
+        if hessian:
+            if Q is not None:
+                H -= Q
+            H = np.tril(H) + np.tril(H, -1).T
+            H[np.diag_indices_from(H)] += self.l2 * mask.ravel()
+        return f, G.ravel(), H
+
+    def _multinomial_hessian(self, Zt, w, Pr, H, Q):
+        """Add blockdiag(Z̃ᵀ diag(w p_k) Z̃) into H and the Gram of rows √w_i (p_i ⊗ z̃_i) into Q (lower triangles)."""
+        K, P = self.K, self.P
+        for k in range(K):
+            block = H[k * P:(k + 1) * P, k * P:(k + 1) * P]
+            _gram_add(_scaled(Zt, np.sqrt(w * Pr[:, k])), block, self.n_threads)
+        step = max(1, DEFAULT_CHUNK_BYTES // (8 * K * P))  # rows of the (n, K·P) matrix held at once
+        root = np.sqrt(w)
+        for s in range(0, Zt.shape[0], step):
+            Zs = Zt[s:s + step]
+            parts = [_scaled(Zs, root[s:s + step] * Pr[s:s + step, k]) for k in range(K)]
+            _gram_add(sp.hstack(parts, format="csr") if sp.issparse(Zs) else np.hstack(parts), Q, self.n_threads)
+
+    def null_direction(self):
+        """The unit direction θ's objective does not change along (multinomial intercepts shifted together), or None."""
+        if self.K == 1 or self.P == self.D:
+            return None
+        v = np.zeros((self.K, self.P))
+        v[:, self.D] = 1.0 / np.sqrt(self.K)
+        return v.ravel()
+
+
+# ------------------------------------------------------------------ solvers
+def _newton_direction(H, g, null):
+    """Solve H d = −g (Cholesky; H made definite along ``null``; a least-squares solve if H is still singular)."""
+    if null is not None:
+        H = H + np.outer(null, null) * max(1.0, float(np.mean(np.diag(H))))
+    with single_threaded_blas():  # threaded potrf's bits depend on its thread count
+        try:
+            factor = scipy.linalg.cho_factor(H, lower=True, check_finite=False)
+            d = scipy.linalg.cho_solve(factor, -g, check_finite=False)
+        except np.linalg.LinAlgError:
+            d = scipy.linalg.lstsq(H, -g, check_finite=False, cond=1e-12)[0]
+    if null is not None:
+        d -= null * float(null @ d)
+    return d
+
+
+def newton_cholesky(loss, theta, max_iter, tol, log=None):
+    """Newton's method with step halving; return (θ, iterations, converged, ran lbfgs after it).
+
+    Stops when max |gradient| <= tol and ½·dᵀHd <= tol (scikit-learn's
+    ``NewtonSolver``).  If the step cannot decrease the objective even at
+    rounding level, L-BFGS finishes from there with the iterations left.
+    """
+    null = loss.null_direction()
+    f, g, H = loss.evaluate(theta, hessian=True)
+    eps = np.finfo(np.float64).eps
+    for it in range(1, max_iter + 1):
+        d = _newton_direction(H, g, null)
+        slope = float(g @ d)
+        t, Ht, accepted = 1.0, None, False
+        if slope < 0:
+            for _ in range(MAX_HALVINGS + 1):
+                ft, gt, Ht = loss.evaluate(theta + t * d, hessian=(t == 1.0))
+                if ft <= f + ARMIJO * t * slope:
+                    accepted = True
+                    break
+                # At rounding level: accept a step that does not raise the loss and shrinks the gradient.
+                if ft - f <= 64 * eps * abs(f) and np.abs(gt).sum() < np.abs(g).sum():
+                    accepted = True
+                    break
+                t, Ht = t / 2, None
+        if not accepted:
+            if log is not None:
+                log(f"newton-cholesky: no decrease along the Newton step at iteration {it}; lbfgs continues")
+            warnings.warn(f"newton-cholesky: the line search found no decrease at iteration {it} (rounding "
+                          f"or an ill-conditioned Hessian); lbfgs continues from there.", ConvergenceWarning,
+                          stacklevel=4)
+            theta, n_lbfgs, converged = lbfgs(loss, theta, max(1, max_iter - it), tol, log, warn=True)
+            return theta, it + n_lbfgs, converged, True
+        theta, f, g = theta + t * d, ft, gt
+        with single_threaded_blas():
+            decrement = 0.5 * float(d @ (H @ d))
+        converged = float(np.max(np.abs(g))) <= tol and decrement <= tol
+        if log is not None:
+            log(f"newton-cholesky iteration {it}: objective {f:.10g}, max|gradient| {np.max(np.abs(g)):.3g}, "
+                f"step {t:g}, half Newton decrement {decrement:.3g}")
+        if converged:
+            return theta, it, True, False
+        H = Ht if Ht is not None else loss.evaluate(theta, hessian=True)[2]
+    return theta, max_iter, False, False
+
+
+def lbfgs(loss, theta, max_iter, tol, log=None, warn=False):
+    """L-BFGS-B with scikit-learn's options (gtol=tol, ftol=64·eps, maxls=50); return (θ, iterations, converged).
+
+    ``warn``: warn here when it stops short (``fit`` warns otherwise).
+    """
+    def fun(th):
+        f, g, _ = loss.evaluate(th)
+        return f, g
+
+    with single_threaded_blas():
+        res = scipy.optimize.minimize(fun, theta, method="L-BFGS-B", jac=True,
+                                      options={"maxiter": max_iter, "maxls": 50, "gtol": tol,
+                                               "ftol": 64 * np.finfo(float).eps})
+    n_iter = min(int(res.nit), max_iter)
+    converged = res.status == 0
+    if log is not None:
+        log(f"lbfgs: {n_iter} iterations, {res.nfev} evaluations, objective {res.fun:.10g}, status {res.status}: "
+            f"{res.message}")
+    if warn and not converged:
+        warnings.warn(_lbfgs_message(n_iter, res, max_iter), ConvergenceWarning, stacklevel=4)
+    return res.x, n_iter, converged
+
+
+def _lbfgs_message(n_iter, res, max_iter):
+    return (f"lbfgs failed to converge after {n_iter} iteration(s) (status={res.status}): {res.message}. "
+            f"Increase the number of iterations to improve the convergence (max_iter={max_iter}), or scale "
+            f"the data.")
+
+
+def choose_logistic_solver(solver, n_params):
+    """Resolve ``solver="auto"``: Newton when its (n_params)² float64 Hessian fits ``NEWTON_MEMORY_BYTES``."""
+    if solver != "auto":
+        return solver
+    return "newton-cholesky" if 8 * n_params**2 <= NEWTON_MEMORY_BYTES else "lbfgs"
+
+
+def _initial(settings, K, D, fit_intercept):
+    theta = np.zeros((K, D + int(fit_intercept)))
+    if settings.init is not None and np.shape(settings.init[0]) == (K, D):  # else: another shape, start at 0
+        coef, intercept = settings.init
+        theta[:, :D] = coef
+        if fit_intercept:
+            theta[:, D] = intercept
+    return theta.ravel()
+
+
+# ------------------------------------------------------------------ the fit
+def fit(settings, template, X, labels, n_classes, w):
+    """Fit logistic regression on validated X and class indices: the in-memory pipeline, start to end.
+
+    Parameters
+    ----------
+    settings : LogisticSettings
+    template : feature map or None
+        Cloned and fitted on X.
+    X : validated ndarray or CSR matrix
+    labels : ndarray (N,) of int
+        Class indices in [0, n_classes).
+    n_classes : int
+        At least 2.
+    w : ndarray (N,) float64, or None
+        Sample weights (class weights included), validated.
+
+    Returns
+    -------
+    LogisticResult
+    """
+    t0 = time.perf_counter()
+    log = settings.log
+    n_threads = effective_n_threads(settings.n_jobs)
+    source = FeatureSource.fit(template, X, log, t0)
+    N = source.n_rows
+    weights = np.ones(N) if w is None else np.asarray(w, dtype=np.float64)
+    total = float(weights.sum())
+    rows = DesignRows(source, settings.fit_intercept, settings.chunk_size)
+    loss = LogisticLoss(rows, np.asarray(labels, dtype=np.intp), weights / total, n_classes,
+                        1.0 / (settings.C * total), n_threads, log)
+    solver = choose_logistic_solver(settings.solver, loss.n_params)
+    if log is not None:
+        log(f"{solver} on {N} rows x {rows.width} columns ({loss.K} coefficient row(s)), features "
+            f"{'held' if rows.materialised else 'made again at every pass'}, "
+            f"elapsed {time.perf_counter() - t0:.1f} s")
+    theta = _initial(settings, loss.K, rows.n_features, settings.fit_intercept)
+    if solver == "newton-cholesky":
+        check_memory(8 * 3 * loss.n_params**2, f"the {loss.n_params} x {loss.n_params} Hessian of newton-cholesky",
+                     "use solver='lbfgs', which holds no Hessian")
+        theta, n_iter, converged, fell_back = newton_cholesky(loss, theta, settings.max_iter, settings.tol, log)
+        if not converged and not fell_back:
+            warnings.warn(f"newton-cholesky did not converge within max_iter={settings.max_iter} iterations "
+                          f"(tol={settings.tol:g}). Increase the number of iterations (max_iter) or use "
+                          f"solver='lbfgs'.", ConvergenceWarning, stacklevel=3)
+    else:
+        theta, n_iter, converged = lbfgs(loss, theta, settings.max_iter, settings.tol, log, warn=True)
+    f = loss.evaluate(theta)[0]
+    Theta = theta.reshape(loss.K, rows.width)
+    if not np.all(np.isfinite(Theta)):
+        raise ValueError(f"{settings.owner}: the solution is not finite; rescale X (e.g. with StandardScaler).")
+    coef = Theta[:, :rows.n_features].copy()
+    intercept = Theta[:, rows.n_features].copy() if settings.fit_intercept else np.zeros(loss.K)
+    if log is not None:
+        log(f"fit done ({solver}, {n_iter} iterations, {loss.passes} passes over the rows), "
+            f"elapsed {time.perf_counter() - t0:.1f} s")
+    return LogisticResult(solver, coef, intercept, np.array([n_iter], dtype=np.int32), bool(converged),
+                          f * settings.C * total, source.features)
