@@ -283,6 +283,6 @@ def test_dask_fit_is_refused_clearly():
         LogisticRegression(features=rff()).fit(da.from_array(X, chunks=200), da.from_array(y, chunks=200))
 
 
-@parametrize_with_checks([LogisticRegression(), LogisticRegression(features=RandomFourierFeatures(20, random_state=0))])
+@parametrize_with_checks([LogisticRegression(), LogisticRegression(features=RandomFourierFeatures(20, gamma=1.0, random_state=0))])
 def test_sklearn_estimator_checks(estimator, check):
     check(estimator)
