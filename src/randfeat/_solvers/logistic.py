@@ -71,6 +71,9 @@ MATERIALISE_BYTES = 256 * 2**20
 ARMIJO = 2.0**-11
 MAX_HALVINGS = 20
 
+#: Newton keeps its Hessian for the next step while a full step shrinks max |gradient| at least this much.
+KEEP_HESSIAN = 0.25
+
 
 @dataclasses.dataclass(frozen=True)
 class LogisticSettings:
@@ -294,38 +297,64 @@ class LogisticLoss:
 
 
 # ------------------------------------------------------------------ solvers
-def _newton_direction(H, g, null):
-    """Solve H d = −g (Cholesky; H made definite along ``null``; a least-squares solve if H is still singular)."""
-    if null is not None:
-        H = H + np.outer(null, null) * max(1.0, float(np.mean(np.diag(H))))
-    with single_threaded_blas():  # threaded potrf's bits depend on its thread count
-        try:
-            factor = scipy.linalg.cho_factor(H, lower=True, check_finite=False)
-            d = scipy.linalg.cho_solve(factor, -g, check_finite=False)
-        except np.linalg.LinAlgError:
-            d = scipy.linalg.lstsq(H, -g, check_finite=False, cond=1e-12)[0]
-    if null is not None:
-        d -= null * float(null @ d)
-    return d
+class _Factor:
+    """H (the Hessian a Newton step solves with), factored once and reused while it is kept.
+
+    Cholesky, H made definite along the multinomial intercepts' null
+    direction (``null``: the gradient has no component there, so the step
+    gets none either); a least-squares solve if H is still singular.
+    """
+
+    def __init__(self, H, null):
+        self.H, self.null, self.factor = H, null, None
+        A = H if null is None else H + np.outer(null, null) * max(1.0, float(np.mean(np.diag(H))))
+        with single_threaded_blas():  # threaded potrf's bits depend on its thread count
+            try:
+                self.factor = scipy.linalg.cho_factor(A, lower=True, check_finite=False)
+            except np.linalg.LinAlgError:
+                self.A = A
+
+    def direction(self, g):
+        """The step d solving H d = −g."""
+        with single_threaded_blas():
+            if self.factor is not None:
+                d = scipy.linalg.cho_solve(self.factor, -g, check_finite=False)
+            else:
+                d = scipy.linalg.lstsq(self.A, -g, check_finite=False, cond=1e-12)[0]
+        if self.null is not None:
+            d -= self.null * float(self.null @ d)
+        return d
+
+    def half_decrement(self, d):
+        """½·dᵀHd."""
+        with single_threaded_blas():
+            return 0.5 * float(d @ (self.H @ d))
 
 
 def newton_cholesky(loss, theta, max_iter, tol, log=None):
-    """Newton's method with step halving; return (θ, iterations, converged, ran lbfgs after it).
+    """Newton's method with step halving and a lazily refreshed Hessian; return (θ, iterations, converged, fell back).
 
     Stops when max |gradient| <= tol and ½·dᵀHd <= tol (scikit-learn's
-    ``NewtonSolver``).  If the step cannot decrease the objective even at
-    rounding level, L-BFGS finishes from there with the iterations left.
+    ``NewtonSolver``'s criterion).  The Hessian (a pass costing N·(K·P)²
+    flops, against 2·N·K·P for the gradient) is kept, with its factor, for
+    the next step while the last full step shrank max |gradient| at least
+    ``KEEP_HESSIAN`` times; otherwise it is summed again at the new point.
+    If the step cannot decrease the objective even at rounding level,
+    L-BFGS finishes from there with the iterations left.
     """
     null = loss.null_direction()
     f, g, H = loss.evaluate(theta, hessian=True)
+    factor, fresh = _Factor(H, null), True
     eps = np.finfo(np.float64).eps
-    for it in range(1, max_iter + 1):
-        d = _newton_direction(H, g, null)
+    it = 0
+    while it < max_iter:
+        it += 1
+        d = factor.direction(g)
         slope = float(g @ d)
-        t, Ht, accepted = 1.0, None, False
+        t, accepted = 1.0, False
         if slope < 0:
             for _ in range(MAX_HALVINGS + 1):
-                ft, gt, Ht = loss.evaluate(theta + t * d, hessian=(t == 1.0))
+                ft, gt, _ = loss.evaluate(theta + t * d)
                 if ft <= f + ARMIJO * t * slope:
                     accepted = True
                     break
@@ -333,7 +362,12 @@ def newton_cholesky(loss, theta, max_iter, tol, log=None):
                 if ft - f <= 64 * eps * abs(f) and np.abs(gt).sum() < np.abs(g).sum():
                     accepted = True
                     break
-                t, Ht = t / 2, None
+                t /= 2
+        if not accepted and not fresh:  # a stale Hessian: sum it again here and retry this step
+            f, g, H = loss.evaluate(theta, hessian=True)
+            factor, fresh = _Factor(H, null), True
+            it -= 1
+            continue
         if not accepted:
             if log is not None:
                 log(f"newton-cholesky: no decrease along the Newton step at iteration {it}; lbfgs continues")
@@ -342,16 +376,20 @@ def newton_cholesky(loss, theta, max_iter, tol, log=None):
                           stacklevel=4)
             theta, n_lbfgs, converged = lbfgs(loss, theta, max(1, max_iter - it), tol, log, warn=True)
             return theta, it + n_lbfgs, converged, True
+        shrink = float(np.max(np.abs(gt))) / max(float(np.max(np.abs(g))), np.finfo(float).tiny)
         theta, f, g = theta + t * d, ft, gt
-        with single_threaded_blas():
-            decrement = 0.5 * float(d @ (H @ d))
+        decrement = factor.half_decrement(d)
         converged = float(np.max(np.abs(g))) <= tol and decrement <= tol
         if log is not None:
             log(f"newton-cholesky iteration {it}: objective {f:.10g}, max|gradient| {np.max(np.abs(g)):.3g}, "
-                f"step {t:g}, half Newton decrement {decrement:.3g}")
+                f"step {t:g}, half Newton decrement {decrement:.3g}, Hessian {'new' if fresh else 'kept'}")
         if converged:
             return theta, it, True, False
-        H = Ht if Ht is not None else loss.evaluate(theta, hessian=True)[2]
+        if t == 1.0 and shrink <= KEEP_HESSIAN:
+            fresh = False
+        else:
+            f, g, H = loss.evaluate(theta, hessian=True)
+            factor, fresh = _Factor(H, null), True
     return theta, max_iter, False, False
 
 
