@@ -57,7 +57,7 @@ from .._core.memory_budget import check_memory
 from .._core.threads import effective_n_threads, single_threaded_blas
 from .._linalg.products import row_products
 from .gram import _tiled_gram_add
-from .pipeline import DEFAULT_CHUNK_BYTES, FeatureSource, row_chunks
+from .pipeline import FeatureSource, row_chunks
 
 LOGISTIC_SOLVERS = ("auto", "lbfgs", "newton-cholesky")
 
@@ -66,6 +66,9 @@ NEWTON_MEMORY_BYTES = 256 * 2**20
 
 #: Largest float64 design (N × P bytes) held between passes; beyond it dense features are made again per pass.
 MATERIALISE_BYTES = 256 * 2**20
+
+#: Bytes of the temporary copies a pass makes (weighted rows for the Hessian, features being held): 16 MiB.
+WORK_BYTES = 16 * 2**20
 
 #: Armijo's sufficient-decrease constant and the most step halvings of Newton's line search.
 ARMIJO = 2.0**-11
@@ -146,8 +149,11 @@ class DesignRows:
         self.bounds = list(row_chunks(self.n_rows, self.width, 8, chunk_size))
         if self.n_rows * self.width * 8 <= MATERIALISE_BYTES:
             self.held = np.empty((self.n_rows, self.width))
-            for s, e, Zb in self._made():
-                self.held[s:e] = Zb
+            step = chunk_size or max(64, WORK_BYTES // (8 * self.width))  # made in small chunks, then held
+            for s, e, Zb, _ in self.source.dense_blocks(step):
+                self.held[s:e, :self.n_features] = Zb
+            if fit_intercept:
+                self.held[:, -1] = 1.0
 
     @property
     def materialised(self):
@@ -192,9 +198,21 @@ def _gram_add(Zs, H, n_threads):
         _tiled_gram_add(np.ascontiguousarray(Zs), H, n_threads)
 
 
-def _scaled(Zt, v):
-    """diag(v) Z̃ (a new matrix)."""
-    return sp.diags(v) @ Zt if sp.issparse(Zt) else Zt * v[:, None]
+def _scaled(Zt, v, dtype=np.float64):
+    """diag(v) Z̃ (a new matrix; dense: of ``dtype``)."""
+    if sp.issparse(Zt):
+        return sp.diags(v) @ Zt
+    return np.multiply(Zt, v[:, None], out=np.empty(Zt.shape, dtype=dtype), casting="same_kind")
+
+
+def _weighted_gram_add(Zt, v, H, n_threads, dtype=np.float64):
+    """Add the lower triangle of Z̃ᵀ diag(v²) Z̃ into H, the weighted rows (of ``dtype``) made ``WORK_BYTES`` at a time."""
+    if sp.issparse(Zt):
+        _gram_add(_scaled(Zt, v), H, n_threads)
+        return
+    step = max(64, WORK_BYTES // (8 * Zt.shape[1]))
+    for s in range(0, Zt.shape[0], step):
+        _gram_add(_scaled(Zt[s:s + step], v[s:s + step], dtype), H, n_threads)
 
 
 class LogisticLoss:
@@ -219,6 +237,9 @@ class LogisticLoss:
         self.K = 1 if n_classes == 2 else n_classes
         self.P, self.D = rows.width, rows.n_features
         self.l2, self.n_threads, self.log = l2, n_threads, log
+        #: The binary Hessian's products run in float32 (twice as fast; summed in float64) until its
+        #: factorisation fails; the multinomial one, a difference of two Gram matrices, always in float64.
+        self.hessian_dtype = np.float32 if self.K == 1 else np.float64
         self.passes = 0
 
     @property
@@ -249,7 +270,7 @@ class LogisticLoss:
                     p = expit(f1)
                     R = (w * (p - y))[:, None]
                     if hessian:
-                        _gram_add(_scaled(Zt, np.sqrt(w * p * (1.0 - p))), H, self.n_threads)
+                        _weighted_gram_add(Zt, np.sqrt(w * p * (1.0 - p)), H, self.n_threads, self.hessian_dtype)
                 else:
                     top = F.max(axis=1, keepdims=True)
                     E = np.exp(F - top)
@@ -279,8 +300,8 @@ class LogisticLoss:
         K, P = self.K, self.P
         for k in range(K):
             block = H[k * P:(k + 1) * P, k * P:(k + 1) * P]
-            _gram_add(_scaled(Zt, np.sqrt(w * Pr[:, k])), block, self.n_threads)
-        step = max(1, DEFAULT_CHUNK_BYTES // (8 * K * P))  # rows of the (n, K·P) matrix held at once
+            _weighted_gram_add(Zt, np.sqrt(w * Pr[:, k]), block, self.n_threads)
+        step = max(1, WORK_BYTES // (8 * K * P))  # rows of the (n, K·P) matrix held at once
         root = np.sqrt(w)
         for s in range(0, Zt.shape[0], step):
             Zs = Zt[s:s + step]
@@ -302,16 +323,19 @@ class _Factor:
 
     Cholesky, H made definite along the multinomial intercepts' null
     direction (``null``: the gradient has no component there, so the step
-    gets none either); a least-squares solve if H is still singular.
+    gets none either); a least-squares solve if H is still singular, unless
+    ``strict`` (then ``LinAlgError``).
     """
 
-    def __init__(self, H, null):
+    def __init__(self, H, null, strict=False):
         self.H, self.null, self.factor = H, null, None
         A = H if null is None else H + np.outer(null, null) * max(1.0, float(np.mean(np.diag(H))))
         with single_threaded_blas():  # threaded potrf's bits depend on its thread count
             try:
                 self.factor = scipy.linalg.cho_factor(A, lower=True, check_finite=False)
             except np.linalg.LinAlgError:
+                if strict:
+                    raise
                 self.A = A
 
     def direction(self, g):
@@ -343,8 +367,19 @@ def newton_cholesky(loss, theta, max_iter, tol, log=None):
     L-BFGS finishes from there with the iterations left.
     """
     null = loss.null_direction()
-    f, g, H = loss.evaluate(theta, hessian=True)
-    factor, fresh = _Factor(H, null), True
+
+    def hessian_at(theta):
+        while True:
+            f, g, H = loss.evaluate(theta, hessian=True)
+            try:
+                return f, g, _Factor(H, null, strict=loss.hessian_dtype == np.float32)
+            except np.linalg.LinAlgError:  # float32 products lost definiteness: sum it again in float64
+                if log is not None:
+                    log("newton-cholesky: the float32 Hessian is not positive definite; summing it in float64")
+                loss.hessian_dtype = np.float64
+
+    f, g, factor = hessian_at(theta)
+    fresh = True
     eps = np.finfo(np.float64).eps
     it = 0
     while it < max_iter:
@@ -364,8 +399,8 @@ def newton_cholesky(loss, theta, max_iter, tol, log=None):
                     break
                 t /= 2
         if not accepted and not fresh:  # a stale Hessian: sum it again here and retry this step
-            f, g, H = loss.evaluate(theta, hessian=True)
-            factor, fresh = _Factor(H, null), True
+            f, g, factor = hessian_at(theta)
+            fresh = True
             it -= 1
             continue
         if not accepted:
@@ -388,8 +423,8 @@ def newton_cholesky(loss, theta, max_iter, tol, log=None):
         if t == 1.0 and shrink <= KEEP_HESSIAN:
             fresh = False
         else:
-            f, g, H = loss.evaluate(theta, hessian=True)
-            factor, fresh = _Factor(H, null), True
+            f, g, factor = hessian_at(theta)
+            fresh = True
     return theta, max_iter, False, False
 
 
