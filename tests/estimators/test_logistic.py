@@ -179,6 +179,22 @@ def test_streamed_features_equal_held(monkeypatch):
     np.testing.assert_array_equal(held.coef_, streamed.coef_)
 
 
+@pytest.mark.parametrize("kind", ["binary", "ten"])
+def test_sampled_hessian_reaches_the_same_optimum(kind, monkeypatch):
+    import randfeat._solvers.logistic as logistic_mod
+
+    X, y = data(kind)
+    monkeypatch.setattr(logistic_mod, "HESSIAN_ROWS", 100)
+    monkeypatch.setattr(logistic_mod, "HESSIAN_ROWS_PER_PARAMETER", 1)  # the Hessian over every 6th or 2nd row
+    est = rf_fit(X, y, 1.0, "newton-cholesky", rff(20))
+    Z = est.features_.transform(X)
+    ref = sk_fit(Z, y, 1.0)
+    ours = objective(est.coef_, est.intercept_, 1.0, Z, y, est.classes_)
+    theirs = objective(ref.coef_, ref.intercept_, 1.0, Z, y, ref.classes_)
+    assert abs(ours - theirs) <= 1e-6 * theirs
+    np.testing.assert_allclose(est.predict_proba(X), ref.predict_proba(Z), atol=1e-4)
+
+
 # ------------------------------------------------------------ solver choice, convergence
 def test_auto_picks_newton_when_the_hessian_fits(monkeypatch):
     import randfeat._solvers.logistic as logistic_mod

@@ -26,6 +26,11 @@ Solvers:
   (``gram._tiled_gram_add``: the same bits for any thread count), factored
   by Cholesky; Armijo step halving; it stops on scikit-learn's criterion
   (max |gradient| <= tol and half the Newton decrement squared <= tol).
+  The Hessian only steers the step (the gradient, the loss and the
+  stopping test are exact float64 sums over every row), so it is made
+  cheaply: binary in float32 tiles, summed over every stride-th row when
+  N > ``HESSIAN_ROWS`` (sub-sampled Newton), and kept with its factor
+  while the steps it gives shrink the gradient fast (``KEEP_HESSIAN``).
   Multinomial: the full (K·P)² Hessian, blockdiag(Zᵀ diag(w p_k) Z) − QᵀQ
   with Q's rows √w_i (p_i ⊗ z_i) (both Gram matrices of tiles), with the
   intercepts' common shift (a null direction) removed.
@@ -69,6 +74,11 @@ MATERIALISE_BYTES = 256 * 2**20
 
 #: Bytes of the temporary copies a pass makes (weighted rows for the Hessian, features being held): 16 MiB.
 WORK_BYTES = 16 * 2**20
+
+#: Rows the Newton Hessian is summed over at least (all of them below; a systematic sample of every
+#: stride-th row above): it only steers the step (sub-sampled Newton; the gradient is always exact).
+HESSIAN_ROWS = 32768
+HESSIAN_ROWS_PER_PARAMETER = 8
 
 #: Armijo's sufficient-decrease constant and the most step halvings of Newton's line search.
 ARMIJO = 2.0**-11
@@ -240,7 +250,14 @@ class LogisticLoss:
         #: The binary Hessian's products run in float32 (twice as fast; summed in float64) until its
         #: factorisation fails; the multinomial one, a difference of two Gram matrices, always in float64.
         self.hessian_dtype = np.float32 if self.K == 1 else np.float64
+        #: The Hessian is summed over every stride-th row (scaled by stride): all rows up to
+        #: ``HESSIAN_ROWS`` (or 8 per parameter), a systematic sample beyond.  The gradient always reads every row.
+        self.stride = max(1, rows.n_rows // max(HESSIAN_ROWS, HESSIAN_ROWS_PER_PARAMETER * self.K * self.P))
         self.passes = 0
+
+    def _sampled(self, start):
+        """The rows of a block starting at row ``start`` that the Hessian sums: every ``stride``-th row of X."""
+        return slice((-start) % self.stride, None, self.stride)
 
     @property
     def n_params(self):
@@ -270,7 +287,9 @@ class LogisticLoss:
                     p = expit(f1)
                     R = (w * (p - y))[:, None]
                     if hessian:
-                        _weighted_gram_add(Zt, np.sqrt(w * p * (1.0 - p)), H, self.n_threads, self.hessian_dtype)
+                        h = self._sampled(s)
+                        _weighted_gram_add(Zt[h], np.sqrt(self.stride * w[h] * p[h] * (1.0 - p[h])), H,
+                                           self.n_threads, self.hessian_dtype)
                 else:
                     top = F.max(axis=1, keepdims=True)
                     E = np.exp(F - top)
@@ -282,7 +301,8 @@ class LogisticLoss:
                     R[np.arange(len(y)), y] -= 1.0
                     R *= w[:, None]
                     if hessian:
-                        self._multinomial_hessian(Zt, w, Pr, H, Q)
+                        h = self._sampled(s)
+                        self._multinomial_hessian(Zt[h], self.stride * w[h], Pr[h], H, Q)
                 G += _transposed_times(Zt, R).T
         self.passes += 1
         mask = self.penalty_mask()
@@ -508,7 +528,8 @@ def fit(settings, template, X, labels, n_classes, w):
     solver = choose_logistic_solver(settings.solver, loss.n_params)
     if log is not None:
         log(f"{solver} on {N} rows x {rows.width} columns ({loss.K} coefficient row(s)), features "
-            f"{'held' if rows.materialised else 'made again at every pass'}, "
+            f"{'held' if rows.materialised else 'made again at every pass'}, Hessian (Newton) over every "
+            f"{loss.stride}-th row, "
             f"elapsed {time.perf_counter() - t0:.1f} s")
     theta = _initial(settings, loss.K, rows.n_features, settings.fit_intercept)
     if solver == "newton-cholesky":
