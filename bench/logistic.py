@@ -55,12 +55,13 @@ def main():
     parser.add_argument("--quick", action="store_true", help="20000 x 20, D = 1000, one round")
     parser.add_argument("--rounds", type=int, default=None)
     parser.add_argument("--out", default=None)
+    parser.add_argument("--classes", type=int, nargs="+", default=[2, 10], help="numbers of classes to run")
     args = parser.parse_args()
     n, d, D = (20000, 20, 1000) if args.quick else (100000, 20, 2000)
     rounds = args.rounds or (1 if args.quick else 3)
     code = CHILD.format(bench=str(BENCH_DIR))
     rows = []
-    for K in (2, 10):
+    for K in args.classes:
         runs = {"randfeat": [], "sklearn": []}
         for r in range(rounds):
             order = ["randfeat", "sklearn"] if r % 2 == 0 else ["sklearn", "randfeat"]
@@ -82,7 +83,8 @@ def main():
     except (OSError, StopIteration):
         info["cpu"] = None
     out = results_dir(args.out)
-    stem = "logistic_quick" if args.quick else "logistic"
+    stem = ("logistic_quick" if args.quick else "logistic") + ("" if args.classes == [2, 10] else
+                                                              "_" + "_".join(map(str, args.classes)))
     meta = dict(n_samples=n, n_features=d, n_components=D, rounds=rounds, machine=info)
     (out / f"{stem}.json").write_text(json.dumps(dict(meta=meta, rows=rows), indent=1))
     lines = [f"# LogisticRegression(features=RandomFourierFeatures({D})) vs make_pipeline(RBFSampler({D}), "

@@ -29,7 +29,7 @@ Solvers:
   The Hessian only steers the step (the gradient, the loss and the
   stopping test are exact float64 sums over every row), so it is made
   cheaply: binary in float32 tiles, summed over every stride-th row when
-  N > ``HESSIAN_ROWS`` (sub-sampled Newton), and kept with its factor
+  N > ``HESSIAN_ROWS`` (and 4 rows per parameter; sub-sampled Newton), and kept with its factor
   while the steps it gives shrink the gradient fast (``KEEP_HESSIAN``).
   Multinomial: the full (K·P)² Hessian, blockdiag(Zᵀ diag(w p_k) Z) − QᵀQ
   with Q's rows √w_i (p_i ⊗ z_i) (both Gram matrices of tiles), with the
@@ -77,8 +77,8 @@ WORK_BYTES = 16 * 2**20
 
 #: Rows the Newton Hessian is summed over at least (all of them below; a systematic sample of every
 #: stride-th row above): it only steers the step (sub-sampled Newton; the gradient is always exact).
-HESSIAN_ROWS = 32768
-HESSIAN_ROWS_PER_PARAMETER = 8
+HESSIAN_ROWS = 16384
+HESSIAN_ROWS_PER_PARAMETER = 4
 
 #: Armijo's sufficient-decrease constant and the most step halvings of Newton's line search.
 ARMIJO = 2.0**-11
@@ -251,7 +251,7 @@ class LogisticLoss:
         #: factorisation fails; the multinomial one, a difference of two Gram matrices, always in float64.
         self.hessian_dtype = np.float32 if self.K == 1 else np.float64
         #: The Hessian is summed over every stride-th row (scaled by stride): all rows up to
-        #: ``HESSIAN_ROWS`` (or 8 per parameter), a systematic sample beyond.  The gradient always reads every row.
+        #: ``HESSIAN_ROWS`` (or 4 per parameter), a systematic sample beyond.  The gradient always reads every row.
         self.stride = max(1, rows.n_rows // max(HESSIAN_ROWS, HESSIAN_ROWS_PER_PARAMETER * self.K * self.P))
         self.passes = 0
 
@@ -400,16 +400,19 @@ def newton_cholesky(loss, theta, max_iter, tol, log=None):
 
     f, g, factor = hessian_at(theta)
     fresh = True
+    # After a step that called for a new Hessian, the next trial point's pass sums one too: when that
+    # step is taken with too little progress, its Hessian is then at hand without a pass of its own.
+    expect_new = True
     eps = np.finfo(np.float64).eps
     it = 0
     while it < max_iter:
         it += 1
         d = factor.direction(g)
         slope = float(g @ d)
-        t, accepted = 1.0, False
+        t, accepted, Ht = 1.0, False, None
         if slope < 0:
             for _ in range(MAX_HALVINGS + 1):
-                ft, gt, _ = loss.evaluate(theta + t * d)
+                ft, gt, Ht = loss.evaluate(theta + t * d, hessian=expect_new and t == 1.0)
                 if ft <= f + ARMIJO * t * slope:
                     accepted = True
                     break
@@ -417,10 +420,10 @@ def newton_cholesky(loss, theta, max_iter, tol, log=None):
                 if ft - f <= 64 * eps * abs(f) and np.abs(gt).sum() < np.abs(g).sum():
                     accepted = True
                     break
-                t /= 2
+                t, Ht = t / 2, None
         if not accepted and not fresh:  # a stale Hessian: sum it again here and retry this step
             f, g, factor = hessian_at(theta)
-            fresh = True
+            fresh = expect_new = True
             it -= 1
             continue
         if not accepted:
@@ -441,10 +444,17 @@ def newton_cholesky(loss, theta, max_iter, tol, log=None):
         if converged:
             return theta, it, True, False
         if t == 1.0 and shrink <= KEEP_HESSIAN:
-            fresh = False
-        else:
+            fresh = expect_new = False
+            continue
+        fresh = expect_new = True
+        factor = None
+        if Ht is not None:
+            try:
+                factor = _Factor(Ht, null, strict=loss.hessian_dtype == np.float32)
+            except np.linalg.LinAlgError:
+                loss.hessian_dtype = np.float64
+        if factor is None:
             f, g, factor = hessian_at(theta)
-            fresh = True
     return theta, max_iter, False, False
 
 
