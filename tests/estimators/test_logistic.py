@@ -312,6 +312,17 @@ def test_dask_fit_is_refused_clearly():
         LogisticRegression(features=rff()).fit(da.from_array(X, chunks=200), da.from_array(y, chunks=200))
 
 
+def test_dask_predictions_equal_in_memory():
+    da = pytest.importorskip("dask.array")
+    X, y = data("ten")
+    est = rf_fit(X, y, 1.0, "newton-cholesky", rff(50))
+    Xd = da.from_array(X, chunks=(200, X.shape[1]))
+    for method in ("predict", "predict_proba", "predict_log_proba", "decision_function"):
+        lazy = getattr(est, method)(Xd)
+        assert isinstance(lazy, da.Array)
+        np.testing.assert_array_equal(lazy.compute(scheduler="synchronous"), getattr(est, method)(X))
+
+
 @parametrize_with_checks([LogisticRegression(), LogisticRegression(features=RandomFourierFeatures(20, gamma=1.0, random_state=0))])
 def test_sklearn_estimator_checks(estimator, check):
     check(estimator)

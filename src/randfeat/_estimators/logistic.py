@@ -69,7 +69,11 @@ class LogisticRegression(ClassifierMixin, ValidatedParamsMixin, BaseEstimator):
         summed chunk by chunk from the features and factored (few passes
         over the rows; memory 8·(K·P)² bytes for K coefficient rows of
         P = n_features_out + 1 entries: the full multinomial Hessian for
-        several classes).  ``"lbfgs"``: scipy's L-BFGS-B, one pass over
+        several classes; it only steers the step, so it is summed in
+        float32 for two classes and over a systematic sample of 16384 rows
+        or more for large N, and kept while it makes fast progress: the
+        gradient and the stopping test read every row in float64).
+        ``"lbfgs"``: scipy's L-BFGS-B, one pass over
         the rows per evaluation of the loss and its gradient, no Hessian.
         ``"auto"``: Newton when its Hessian takes at most 256 MB (K·P <=
         5792: binary with up to ~5800 features, 10 classes with up to
