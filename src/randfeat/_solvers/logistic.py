@@ -137,6 +137,10 @@ class LogisticResult(NamedTuple):
 class DesignRows:
     """The rows [z_i, 1] (the 1 only with an intercept) in float64, a chunk at a time.
 
+    Dense features are given bare (``bare``: without the column of ones,
+    the loss adds the intercept itself: no copy of every chunk); binning's
+    CSR carries the column.
+
     Parameters
     ----------
     source : FeatureSource
@@ -150,38 +154,39 @@ class DesignRows:
         self.width = self.n_features + int(fit_intercept)
         self.n_rows = source.n_rows
         self.held = None
+        self.bare = fit_intercept and not source.sparse
         if source.sparse:  # binning: CSR stays CSR, one block
             Z = source.Z.astype(np.float64)
             if fit_intercept:
                 Z = sp.hstack([Z, np.ones((self.n_rows, 1))], format="csr")
             self.held, self.bounds = Z, [(0, self.n_rows)]
             return
-        self.bounds = list(row_chunks(self.n_rows, self.width, 8, chunk_size))
-        if self.n_rows * self.width * 8 <= MATERIALISE_BYTES:
-            self.held = np.empty((self.n_rows, self.width))
-            step = chunk_size or max(64, WORK_BYTES // (8 * self.width))  # made in small chunks, then held
+        self.bounds = list(row_chunks(self.n_rows, self.n_features, 8, chunk_size))
+        if self.n_rows * self.n_features * 8 <= MATERIALISE_BYTES:
+            self.held = np.empty((self.n_rows, self.n_features))
+            step = chunk_size or max(64, WORK_BYTES // (8 * self.n_features))  # made in small chunks, then held
             for s, e, Zb, _ in self.source.dense_blocks(step):
-                self.held[s:e, :self.n_features] = Zb
-            if fit_intercept:
-                self.held[:, -1] = 1.0
+                self.held[s:e] = Zb
 
     @property
     def materialised(self):
         """True when the rows are held between passes (not made again from X)."""
         return self.held is not None
 
-    def _made(self):
-        for s, e, Zb, _ in self.source.dense_blocks(self.bounds[0][1] if self.bounds else None):
-            out = np.empty((e - s, self.width))
-            out[:, :self.n_features] = Zb
-            if self.fit_intercept:
-                out[:, -1] = 1.0
-            yield s, e, out
+    def augmented(self, Zb):
+        """[Zb, 1] for bare dense rows (a copy), else Zb itself."""
+        if not self.bare:
+            return Zb
+        out = np.empty((Zb.shape[0], self.width))
+        out[:, :self.n_features] = Zb
+        out[:, -1] = 1.0
+        return out
 
     def blocks(self):
-        """Yield (start, stop, rows): float64, dense (n × P) or CSR (binning, one block)."""
+        """Yield (start, stop, rows): float64, dense (n × D, or n × P when not ``bare``) or CSR (one block)."""
         if self.held is None:
-            yield from self._made()
+            for s, e, Zb, _ in self.source.dense_blocks(self.bounds[0][1] if self.bounds else None):
+                yield s, e, np.asarray(Zb, dtype=np.float64)
         elif sp.issparse(self.held):
             yield 0, self.n_rows, self.held
         else:
@@ -277,10 +282,14 @@ class LogisticLoss:
         f, G = 0.0, np.zeros((K, P))
         H = np.zeros((K * P, K * P)) if hessian else None
         Q = np.zeros((K * P, K * P)) if hessian and K > 1 else None
+        bare, D = self.rows.bare, self.D
+        W = Theta[:, :D].T if bare else Theta.T
         with single_threaded_blas():
             for s, e, Zt in self.rows.blocks():
                 y, w = self.labels[s:e], self.weights[s:e]
-                F = _times(Zt, Theta.T, self.n_threads)
+                F = _times(Zt, W, self.n_threads)
+                if bare:
+                    F += Theta[:, D]
                 if K == 1:
                     f1 = F[:, 0]
                     f += float(np.dot(w, np.logaddexp(0.0, f1) - np.where(y == 1, f1, 0.0)))
@@ -288,8 +297,13 @@ class LogisticLoss:
                     R = (w * (p - y))[:, None]
                     if hessian:
                         h = self._sampled(s)
-                        _weighted_gram_add(Zt[h], np.sqrt(self.stride * w[h] * p[h] * (1.0 - p[h])), H,
-                                           self.n_threads, self.hessian_dtype)
+                        v = np.sqrt(self.stride * w[h] * p[h] * (1.0 - p[h]))
+                        if bare:  # [Z 1]ᵀ diag(v²) [Z 1]: Z's Gram, then the intercept's row
+                            _weighted_gram_add(Zt[h], v, H[:D, :D], self.n_threads, self.hessian_dtype)
+                            H[D, :D] += Zt[h].T @ (v * v)
+                            H[D, D] += float(np.sum(v * v))
+                        else:
+                            _weighted_gram_add(Zt[h], v, H, self.n_threads, self.hessian_dtype)
                 else:
                     top = F.max(axis=1, keepdims=True)
                     E = np.exp(F - top)
@@ -302,8 +316,12 @@ class LogisticLoss:
                     R *= w[:, None]
                     if hessian:
                         h = self._sampled(s)
-                        self._multinomial_hessian(Zt[h], self.stride * w[h], Pr[h], H, Q)
-                G += _transposed_times(Zt, R).T
+                        self._multinomial_hessian(self.rows.augmented(Zt[h]), self.stride * w[h], Pr[h], H, Q)
+                if bare:
+                    G[:, :D] += _transposed_times(Zt, R).T
+                    G[:, D] += R.sum(axis=0)
+                else:
+                    G += _transposed_times(Zt, R).T
         self.passes += 1
         mask = self.penalty_mask()
         f += 0.5 * self.l2 * float(np.sum((Theta * mask) ** 2))
