@@ -18,6 +18,7 @@ from ._core.config import get_config, show_config  # noqa: E402
 from ._core.protocols import InputSummary, MapCapability, OutputKind  # noqa: E402
 from ._estimators.classifier import RidgeClassifier  # noqa: E402
 from ._estimators.classifier_cv import RidgeClassifierCV  # noqa: E402
+from ._estimators.logistic import LogisticRegression  # noqa: E402
 from ._estimators.ridge import Ridge  # noqa: E402
 from ._estimators.ridge_cv import RidgeCV  # noqa: E402
 from ._linalg.products import row_products  # noqa: E402
@@ -50,6 +51,7 @@ __all__ = [
     "datasets",
     "get_config",
     "kernel_matrix",
+    "LogisticRegression",
     "Ridge",
     "RidgeClassifier",
     "RidgeClassifierCV",

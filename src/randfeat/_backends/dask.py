@@ -221,6 +221,18 @@ class DaskBackend:
             f"Dask array; the fitted {name}'s predict and decision_function accept Dask arrays."
         )
 
+    def check_logistic(self, owner):
+        """Refuse: logistic fits on Dask arrays are not implemented yet (a clear error, not a silent pull)."""
+        raise ValueError(
+            f"{owner}.fit on Dask arrays is not implemented yet: Dask logistic fits (per-block gradients and "
+            f"Hessians on the workers) are planned. Fit on an in-memory sample (e.g. X[:100_000].compute()); the "
+            f"fitted {owner}'s predict, predict_proba and decision_function accept Dask arrays."
+        )
+
+    def fit_logistic(self, settings, template, X, y, w, targets):
+        """Refuse (``check_logistic``)."""
+        self.check_logistic(settings.owner)
+
     def map_rows(self, fn, X, n_features, owner, *, n_outputs=1):
         """Lazy ``fn`` over the row blocks of a Dask X (a prediction), checked on a one-row probe first.
 

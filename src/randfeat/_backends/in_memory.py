@@ -12,7 +12,7 @@ from sklearn.utils.validation import column_or_1d
 from .._core.input_stats import MemorySummary
 from .._core.validation import check_sample_weight, validate_X, validate_X_y
 from .._linalg.products import row_products
-from .._solvers import pipeline, selection
+from .._solvers import logistic, pipeline, selection
 
 
 class InMemoryBackend:
@@ -63,6 +63,14 @@ class InMemoryBackend:
     def fit_ridge(self, settings, template, X, y, w, targets):
         """Fit ridge: ``pipeline.fit`` on the encoded targets; return a ``FitResult``."""
         return pipeline.fit(settings, template, X, targets.encode(y), w)
+
+    # --------------------------------------------------------------- logistic
+    def check_logistic(self, owner):
+        """Logistic fits run in memory: nothing to refuse."""
+
+    def fit_logistic(self, settings, template, X, y, w, targets):
+        """Fit logistic regression: ``logistic.fit`` on y's class indices; return a ``LogisticResult``."""
+        return logistic.fit(settings, template, X, targets.encode(y), targets.n_classes, w)
 
     def check_selection(self, owner):
         """Selection runs in memory: nothing to refuse."""

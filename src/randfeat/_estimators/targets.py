@@ -6,8 +6,12 @@ applies it where the rows are: ``encode`` to a validated in-memory y,
 says how the fitted attributes are shaped (scikit-learn's conventions).
 """
 
+import inspect
+
 import numpy as np
 from sklearn.preprocessing import LabelBinarizer
+from sklearn.utils.class_weight import compute_class_weight
+from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_array
 
 
@@ -103,3 +107,69 @@ class SignTargets:
         if unknown.size:  # cannot happen: the classes came from y itself
             raise ValueError(f"labels {unknown.tolist()!r} not among the classes")
         return np.asarray(self.binarizer.transform(yb), dtype=np.float64)
+
+
+class ClassTargets:
+    """Classification targets for a probabilistic classifier: each label's index among the sorted classes.
+
+    Parameters
+    ----------
+    y : ndarray of shape (n_samples,)
+        Validated labels (1-D: binary or multiclass; multilabel is refused).
+    owner : str
+        The estimator's class name, for messages.
+    class_weight : dict, "balanced" or None
+        Checked here: a dict must name only classes of y, with finite non-negative weights.
+
+    Attributes
+    ----------
+    classes : ndarray
+        The sorted classes (at least 2).
+    n_classes : int
+    """
+
+    def __init__(self, y, owner, class_weight=None):
+        if np.asarray(y).dtype == object:
+            kinds = {"str" if isinstance(v, str) else "number" for v in np.asarray(y).ravel()}
+            if len(kinds) > 1:
+                raise ValueError(f"{owner}: y mixes labels of different types (strings and numbers); "
+                                 f"give every label the same type, e.g. y.astype(str)")
+        check_classification_targets(y)
+        kind = type_of_target(y, input_name="y")
+        if kind not in ("binary", "multiclass"):
+            raise ValueError(f"{owner} needs y as a 1-D array of class labels (binary or multiclass); got {kind} y")
+        self.classes = np.unique(y)
+        self.n_classes = len(self.classes)
+        if self.n_classes < 2:
+            raise ValueError(
+                f"{owner} needs samples of at least 2 classes in the data, "
+                f"but the data contains only one class: {self.classes[0]!r}"
+            )
+        if isinstance(class_weight, dict):
+            absent = [c for c in class_weight if not np.isin(c, self.classes).any()]
+            if absent:
+                raise ValueError(f"class_weight names {absent!r}, which are not classes of y "
+                                 f"(classes: {self.classes.tolist()!r})")
+            values = np.array([class_weight[c] for c in class_weight], dtype=np.float64)
+            if not np.all(np.isfinite(values)) or np.any(values < 0):
+                raise ValueError(f"class_weight must map classes to finite non-negative weights; got {class_weight!r}")
+
+    def encode(self, y):
+        """Return each label's class index (int) among ``classes``."""
+        return np.searchsorted(self.classes, y)
+
+    def weighted(self, y, sample_weight, class_weight):
+        """Return ``sample_weight`` times the class weights of y's rows (None when both are absent).
+
+        As scikit-learn's ``LogisticRegression`` (>= 1.8): ``"balanced"``
+        counts each class by its rows' sample weights.
+        """
+        if not class_weight:
+            return sample_weight
+        extra = {"sample_weight": sample_weight} if _CLASS_WEIGHT_TAKES_SAMPLE_WEIGHT else {}
+        by_class = compute_class_weight(class_weight, classes=self.classes, y=y, **extra)
+        weights = np.asarray(by_class, dtype=np.float64)[self.encode(y)]
+        return weights if sample_weight is None else sample_weight * weights
+
+
+_CLASS_WEIGHT_TAKES_SAMPLE_WEIGHT = "sample_weight" in inspect.signature(compute_class_weight).parameters

@@ -8,7 +8,8 @@ from sklearn.pipeline import make_pipeline  # type: ignore[import-untyped]  # sc
 from sklearn.preprocessing import StandardScaler  # type: ignore[import-untyped]
 
 import randfeat
-from randfeat import (FeatureMap, InputSummary, MapCapability, MapState, OutputKind, RandomBinningFeatures,
+from randfeat import (FeatureMap, InputSummary, LogisticRegression, MapCapability, MapState, OutputKind,
+                      RandomBinningFeatures,
                       RandomFourierFeatures, Ridge, RidgeClassifier, RidgeClassifierCV, RidgeCV, TransformerMap,
                       as_feature_map, kernel_matrix, row_products)
 from randfeat.datasets import load_adult
@@ -54,6 +55,15 @@ def classification(X: NDArray[np.float64], labels: NDArray[np.int64]) -> float:
     scores = clf.decision_function(X)
     accuracy: float = clf.score(X, labels)
     return accuracy + float(np.mean(scores))
+
+
+def probabilities(X: NDArray[np.float64], labels: NDArray[np.int64]) -> float:
+    clf = LogisticRegression(C=10.0, features=RandomFourierFeatures(100, random_state=0), class_weight="balanced")
+    clf.fit(X, labels, sample_weight=np.ones(len(labels)))
+    proba = clf.predict_proba(X)
+    log_proba = clf.predict_log_proba(X)
+    accuracy: float = clf.score(X, labels)
+    return accuracy + float(np.mean(proba)) + float(np.mean(log_proba)) + float(np.mean(clf.decision_function(X)))
 
 
 def selection(X: NDArray[np.float64], y: NDArray[np.float64]) -> float:

@@ -1,0 +1,583 @@
+"""L2-penalised logistic regression on features: the loss, its Newton and L-BFGS solvers, one dispatcher (``fit``).
+
+The objective is scikit-learn's ``LogisticRegression``'s,
+
+    C · Σ_i w_i · loss_i + ½ ‖coef‖²      (the intercept is not penalised),
+
+binary (one column of coefficients, the sigmoid) or multinomial (K columns,
+the softmax; over-parameterised as scikit-learn's: the penalty makes the
+coefficients unique, the intercepts are kept summing to zero).  As in
+scikit-learn it is minimised divided by C·S (S = Σ w): the mean loss plus
+‖coef‖²/(2·C·S), so ``tol`` means what it means there (a bound on the
+gradient of that scaled objective).
+
+Where the rows come from (``DesignRows``): the features of a
+``pipeline.FeatureSource`` with a column of ones appended for the
+intercept, in float64, a chunk of rows at a time (``pipeline.row_chunks``).
+They are made once and held when they fit ``MATERIALISE_BYTES`` (or when the
+source holds them anyway: binning's CSR stays CSR), else made again from X
+at every pass (a pass is one evaluation of the loss and its gradient, and,
+for Newton, of the Hessian too).
+
+Solvers:
+
+* ``"newton-cholesky"``: the Hessian Zᵀ diag(s) Z (+ the penalty) is summed
+  chunk by chunk in the pass that computes the gradient, as fixed tiles
+  (``gram._tiled_gram_add``: the same bits for any thread count), factored
+  by Cholesky; Armijo step halving; it stops on scikit-learn's criterion
+  (max |gradient| <= tol and half the Newton decrement squared <= tol).
+  The Hessian only steers the step (the gradient, the loss and the
+  stopping test are exact float64 sums over every row), so it is made
+  cheaply: binary in float32 tiles, summed over every stride-th row when
+  N > ``HESSIAN_ROWS`` (and 4 rows per parameter; sub-sampled Newton), and kept with its factor
+  while the steps it gives shrink the gradient fast (``KEEP_HESSIAN``).
+  Multinomial: the full (K·P)² Hessian, blockdiag(Zᵀ diag(w p_k) Z) − QᵀQ
+  with Q's rows √w_i (p_i ⊗ z_i) (both Gram matrices of tiles), with the
+  intercepts' common shift (a null direction) removed.
+* ``"lbfgs"``: ``scipy.optimize.minimize(method="L-BFGS-B")`` with
+  scikit-learn's options; the loss and its gradient in one pass per evaluation.
+* ``"auto"``: Newton when its Hessian (8·(K·P)² bytes) fits
+  ``NEWTON_MEMORY_BYTES``, else L-BFGS.
+
+All the arithmetic is float64 (the features of float32 data are widened
+chunk by chunk); the loss uses log(1 + eˣ) and log-sum-exp in their stable
+forms.  Results do not depend on the thread count: chunks have sizes that
+do not depend on it, ``Z @ θ`` is ``row_products`` (row-independent), every
+sum over rows is single-threaded BLAS or fixed tiles.
+"""
+
+import dataclasses
+import time
+import warnings
+from typing import Callable, NamedTuple
+
+import numpy as np
+import scipy.linalg
+import scipy.optimize
+import scipy.sparse as sp
+from scipy.special import expit
+from sklearn.exceptions import ConvergenceWarning
+
+from .._core.memory_budget import check_memory
+from .._core.threads import effective_n_threads, single_threaded_blas
+from .._linalg.products import row_products
+from .gram import _tiled_gram_add
+from .pipeline import FeatureSource, row_chunks
+
+LOGISTIC_SOLVERS = ("auto", "lbfgs", "newton-cholesky")
+
+#: Largest Hessian (float64 bytes) for which ``solver="auto"`` picks Newton: (K·P)² <= 2^25, K·P <= 5792.
+NEWTON_MEMORY_BYTES = 256 * 2**20
+
+#: Largest float64 design (N × P bytes) held between passes; beyond it dense features are made again per pass.
+MATERIALISE_BYTES = 256 * 2**20
+
+#: Bytes of the temporary copies a pass makes (weighted rows for the Hessian, features being held): 16 MiB.
+WORK_BYTES = 16 * 2**20
+
+#: Rows the Newton Hessian is summed over at least (all of them below; a systematic sample of every
+#: stride-th row above): it only steers the step (sub-sampled Newton; the gradient is always exact).
+HESSIAN_ROWS = 16384
+HESSIAN_ROWS_PER_PARAMETER = 4
+
+#: Armijo's sufficient-decrease constant and the most step halvings of Newton's line search.
+ARMIJO = 2.0**-11
+MAX_HALVINGS = 20
+
+#: Newton keeps its Hessian for the next step while a full step shrinks max |gradient| at least this much.
+KEEP_HESSIAN = 0.25
+
+
+@dataclasses.dataclass(frozen=True)
+class LogisticSettings:
+    """The parameters of a logistic fit, as the solvers read them (an estimator's, validated).
+
+    Attributes
+    ----------
+    owner : str
+        The estimator's class name, for messages.
+    C : float
+    solver : {"auto", "newton-cholesky", "lbfgs"}
+    fit_intercept : bool
+    tol : float
+    max_iter : int
+    chunk_size : int or None
+    n_jobs : int or None
+    log : callable or None
+        Called with progress messages (verbose mode), else None.
+    init : tuple of (coef, intercept) or None
+        A warm start: coefficients (K, D) and intercepts (K,) of the same shape as this fit's.
+    """
+
+    owner: str
+    C: float = 1.0
+    solver: str = "auto"
+    fit_intercept: bool = True
+    tol: float = 1e-4
+    max_iter: int = 100
+    chunk_size: int | None = None
+    n_jobs: int | None = None
+    log: Callable | None = None
+    init: tuple | None = None
+
+
+class LogisticResult(NamedTuple):
+    """What a logistic solver produced, before it becomes an estimator's fitted attributes."""
+
+    solver: str  # the solver that ran ("newton-cholesky" or "lbfgs")
+    coef: np.ndarray  # (K, D) float64, K = 1 for two classes
+    intercept: np.ndarray  # (K,) float64
+    n_iter: np.ndarray  # (1,) int32, as scikit-learn
+    converged: bool
+    objective: float  # C·Σ w·loss + ½‖coef‖² at the solution
+    features: object  # the fitted feature map, or None
+
+
+# ------------------------------------------------------------------ the rows
+class DesignRows:
+    """The rows [z_i, 1] (the 1 only with an intercept) in float64, a chunk at a time.
+
+    Dense features are given bare (``bare``: without the column of ones,
+    the loss adds the intercept itself: no copy of every chunk); binning's
+    CSR carries the column.
+
+    Parameters
+    ----------
+    source : FeatureSource
+    fit_intercept : bool
+    chunk_size : int or None
+    """
+
+    def __init__(self, source, fit_intercept, chunk_size):
+        self.source, self.fit_intercept = source, fit_intercept
+        self.n_features = source.n_features
+        self.width = self.n_features + int(fit_intercept)
+        self.n_rows = source.n_rows
+        self.held = None
+        self.bare = fit_intercept and not source.sparse
+        if source.sparse:  # binning: CSR stays CSR, one block
+            Z = source.Z.astype(np.float64)
+            if fit_intercept:
+                Z = sp.hstack([Z, np.ones((self.n_rows, 1))], format="csr")
+            self.held, self.bounds = Z, [(0, self.n_rows)]
+            return
+        self.bounds = list(row_chunks(self.n_rows, self.n_features, 8, chunk_size))
+        if self.n_rows * self.n_features * 8 <= MATERIALISE_BYTES:
+            self.held = np.empty((self.n_rows, self.n_features))
+            step = chunk_size or max(64, WORK_BYTES // (8 * self.n_features))  # made in small chunks, then held
+            for s, e, Zb, _ in self.source.dense_blocks(step):
+                self.held[s:e] = Zb
+
+    @property
+    def materialised(self):
+        """True when the rows are held between passes (not made again from X)."""
+        return self.held is not None
+
+    def augmented(self, Zb):
+        """[Zb, 1] for bare dense rows (a copy), else Zb itself."""
+        if not self.bare:
+            return Zb
+        out = np.empty((Zb.shape[0], self.width))
+        out[:, :self.n_features] = Zb
+        out[:, -1] = 1.0
+        return out
+
+    def blocks(self):
+        """Yield (start, stop, rows): float64, dense (n × D, or n × P when not ``bare``) or CSR (one block)."""
+        if self.held is None:
+            for s, e, Zb, _ in self.source.dense_blocks(self.bounds[0][1] if self.bounds else None):
+                yield s, e, np.asarray(Zb, dtype=np.float64)
+        elif sp.issparse(self.held):
+            yield 0, self.n_rows, self.held
+        else:
+            for s, e in self.bounds:
+                yield s, e, self.held[s:e]
+
+
+# ------------------------------------------------------------------ the loss
+def _times(Zt, M, n_threads):
+    """Z̃ @ M, each row's value independent of the chunking and of the thread count."""
+    return np.asarray(Zt @ M) if sp.issparse(Zt) else row_products(Zt, M, n_threads)
+
+
+def _transposed_times(Zt, R):
+    """Z̃ᵀ @ R (single-threaded BLAS, or SciPy's CSR product: the same bits for any thread count)."""
+    return np.asarray(Zt.T @ R)
+
+
+def _gram_add(Zs, H, n_threads):
+    """Add the lower triangle of Zsᵀ Zs into H (a float64 view)."""
+    if sp.issparse(Zs):
+        H += np.tril((Zs.T @ Zs).toarray())
+    else:
+        _tiled_gram_add(np.ascontiguousarray(Zs), H, n_threads)
+
+
+def _scaled(Zt, v, dtype=np.float64):
+    """diag(v) Z̃ (a new matrix; dense: of ``dtype``)."""
+    if sp.issparse(Zt):
+        return sp.diags(v) @ Zt
+    return np.multiply(Zt, v[:, None], out=np.empty(Zt.shape, dtype=dtype), casting="same_kind")
+
+
+def _weighted_gram_add(Zt, v, H, n_threads, dtype=np.float64):
+    """Add the lower triangle of Z̃ᵀ diag(v²) Z̃ into H, the weighted rows (of ``dtype``) made ``WORK_BYTES`` at a time."""
+    if sp.issparse(Zt):
+        _gram_add(_scaled(Zt, v), H, n_threads)
+        return
+    step = max(64, WORK_BYTES // (8 * Zt.shape[1]))
+    for s in range(0, Zt.shape[0], step):
+        _gram_add(_scaled(Zt[s:s + step], v[s:s + step], dtype), H, n_threads)
+
+
+class LogisticLoss:
+    """The scaled objective (mean loss + ‖coef‖²/(2·C·S)) of θ, its gradient and its Hessian, one pass each.
+
+    Parameters
+    ----------
+    rows : DesignRows
+    labels : ndarray (N,) of int
+        Each row's class index (0/1 for two classes).
+    weights : ndarray (N,) float64
+        w_i / S (summing to 1).
+    n_classes : int
+    l2 : float
+        1 / (C·S).
+    n_threads : int
+    log : callable or None
+    """
+
+    def __init__(self, rows, labels, weights, n_classes, l2, n_threads, log=None):
+        self.rows, self.labels, self.weights = rows, labels, weights
+        self.K = 1 if n_classes == 2 else n_classes
+        self.P, self.D = rows.width, rows.n_features
+        self.l2, self.n_threads, self.log = l2, n_threads, log
+        #: The binary Hessian's products run in float32 (twice as fast; summed in float64) until its
+        #: factorisation fails; the multinomial one, a difference of two Gram matrices, always in float64.
+        self.hessian_dtype = np.float32 if self.K == 1 else np.float64
+        #: The Hessian is summed over every stride-th row (scaled by stride): all rows up to
+        #: ``HESSIAN_ROWS`` (or 4 per parameter), a systematic sample beyond.  The gradient always reads every row.
+        self.stride = max(1, rows.n_rows // max(HESSIAN_ROWS, HESSIAN_ROWS_PER_PARAMETER * self.K * self.P))
+        self.passes = 0
+
+    def _sampled(self, start):
+        """The rows of a block starting at row ``start`` that the Hessian sums: every ``stride``-th row of X."""
+        return slice((-start) % self.stride, None, self.stride)
+
+    @property
+    def n_params(self):
+        """K·P: the length of θ."""
+        return self.K * self.P
+
+    def penalty_mask(self):
+        """1.0 where θ is penalised (coefficients), 0.0 at the intercepts; shape (K, P)."""
+        mask = np.ones((self.K, self.P))
+        mask[:, self.D:] = 0.0
+        return mask
+
+    def evaluate(self, theta, hessian=False):
+        """Return (f, gradient, Hessian or None) of the scaled objective at θ (K·P,), one pass over the rows."""
+        Theta = theta.reshape(self.K, self.P)
+        K, P = self.K, self.P
+        f, G = 0.0, np.zeros((K, P))
+        H = np.zeros((K * P, K * P)) if hessian else None
+        Q = np.zeros((K * P, K * P)) if hessian and K > 1 else None
+        bare, D = self.rows.bare, self.D
+        W = Theta[:, :D].T if bare else Theta.T
+        with single_threaded_blas():
+            for s, e, Zt in self.rows.blocks():
+                y, w = self.labels[s:e], self.weights[s:e]
+                F = _times(Zt, W, self.n_threads)
+                if bare:
+                    F += Theta[:, D]
+                if K == 1:
+                    f1 = F[:, 0]
+                    f += float(np.dot(w, np.logaddexp(0.0, f1) - np.where(y == 1, f1, 0.0)))
+                    p = expit(f1)
+                    R = (w * (p - y))[:, None]
+                    if hessian:
+                        h = self._sampled(s)
+                        v = np.sqrt(self.stride * w[h] * p[h] * (1.0 - p[h]))
+                        if bare:  # [Z 1]ᵀ diag(v²) [Z 1]: Z's Gram, then the intercept's row
+                            _weighted_gram_add(Zt[h], v, H[:D, :D], self.n_threads, self.hessian_dtype)
+                            H[D, :D] += Zt[h].T @ (v * v)
+                            H[D, D] += float(np.sum(v * v))
+                        else:
+                            _weighted_gram_add(Zt[h], v, H, self.n_threads, self.hessian_dtype)
+                else:
+                    top = F.max(axis=1, keepdims=True)
+                    E = np.exp(F - top)
+                    total = E.sum(axis=1)
+                    picked = F[np.arange(len(y)), y]
+                    f += float(np.dot(w, top[:, 0] + np.log(total) - picked))
+                    Pr = E / total[:, None]
+                    R = Pr.copy()
+                    R[np.arange(len(y)), y] -= 1.0
+                    R *= w[:, None]
+                    if hessian:
+                        h = self._sampled(s)
+                        self._multinomial_hessian(self.rows.augmented(Zt[h]), self.stride * w[h], Pr[h], H, Q)
+                if bare:
+                    G[:, :D] += _transposed_times(Zt, R).T
+                    G[:, D] += R.sum(axis=0)
+                else:
+                    G += _transposed_times(Zt, R).T
+        self.passes += 1
+        mask = self.penalty_mask()
+        f += 0.5 * self.l2 * float(np.sum((Theta * mask) ** 2))
+        G += self.l2 * Theta * mask
+        if hessian:
+            if Q is not None:
+                H -= Q
+            H = np.tril(H) + np.tril(H, -1).T
+            H[np.diag_indices_from(H)] += self.l2 * mask.ravel()
+        return f, G.ravel(), H
+
+    def _multinomial_hessian(self, Zt, w, Pr, H, Q):
+        """Add blockdiag(Z̃ᵀ diag(w p_k) Z̃) into H and the Gram of rows √w_i (p_i ⊗ z̃_i) into Q (lower triangles)."""
+        K, P = self.K, self.P
+        for k in range(K):
+            block = H[k * P:(k + 1) * P, k * P:(k + 1) * P]
+            _weighted_gram_add(Zt, np.sqrt(w * Pr[:, k]), block, self.n_threads)
+        step = max(1, WORK_BYTES // (8 * K * P))  # rows of the (n, K·P) matrix held at once
+        root = np.sqrt(w)
+        for s in range(0, Zt.shape[0], step):
+            Zs = Zt[s:s + step]
+            parts = [_scaled(Zs, root[s:s + step] * Pr[s:s + step, k]) for k in range(K)]
+            _gram_add(sp.hstack(parts, format="csr") if sp.issparse(Zs) else np.hstack(parts), Q, self.n_threads)
+
+    def null_direction(self):
+        """The unit direction θ's objective does not change along (multinomial intercepts shifted together), or None."""
+        if self.K == 1 or self.P == self.D:
+            return None
+        v = np.zeros((self.K, self.P))
+        v[:, self.D] = 1.0 / np.sqrt(self.K)
+        return v.ravel()
+
+
+# ------------------------------------------------------------------ solvers
+class _Factor:
+    """H (the Hessian a Newton step solves with), factored once and reused while it is kept.
+
+    Cholesky, H made definite along the multinomial intercepts' null
+    direction (``null``: the gradient has no component there, so the step
+    gets none either); a least-squares solve if H is still singular, unless
+    ``strict`` (then ``LinAlgError``).
+    """
+
+    def __init__(self, H, null, strict=False):
+        self.H, self.null, self.factor = H, null, None
+        A = H if null is None else H + np.outer(null, null) * max(1.0, float(np.mean(np.diag(H))))
+        with single_threaded_blas():  # threaded potrf's bits depend on its thread count
+            try:
+                self.factor = scipy.linalg.cho_factor(A, lower=True, check_finite=False)
+            except np.linalg.LinAlgError:
+                if strict:
+                    raise
+                self.A = A
+
+    def direction(self, g):
+        """The step d solving H d = −g."""
+        with single_threaded_blas():
+            if self.factor is not None:
+                d = scipy.linalg.cho_solve(self.factor, -g, check_finite=False)
+            else:
+                d = scipy.linalg.lstsq(self.A, -g, check_finite=False, cond=1e-12)[0]
+        if self.null is not None:
+            d -= self.null * float(self.null @ d)
+        return d
+
+    def half_decrement(self, d):
+        """½·dᵀHd."""
+        with single_threaded_blas():
+            return 0.5 * float(d @ (self.H @ d))
+
+
+def newton_cholesky(loss, theta, max_iter, tol, log=None):
+    """Newton's method with step halving and a lazily refreshed Hessian; return (θ, iterations, converged, fell back).
+
+    Stops when max |gradient| <= tol and ½·dᵀHd <= tol (scikit-learn's
+    ``NewtonSolver``'s criterion).  The Hessian (a pass costing N·(K·P)²
+    flops, against 2·N·K·P for the gradient) is kept, with its factor, for
+    the next step while the last full step shrank max |gradient| at least
+    ``KEEP_HESSIAN`` times; otherwise it is summed again at the new point.
+    If the step cannot decrease the objective even at rounding level,
+    L-BFGS finishes from there with the iterations left.
+    """
+    null = loss.null_direction()
+
+    def hessian_at(theta):
+        while True:
+            f, g, H = loss.evaluate(theta, hessian=True)
+            try:
+                return f, g, _Factor(H, null, strict=loss.hessian_dtype == np.float32)
+            except np.linalg.LinAlgError:  # float32 products lost definiteness: sum it again in float64
+                if log is not None:
+                    log("newton-cholesky: the float32 Hessian is not positive definite; summing it in float64")
+                loss.hessian_dtype = np.float64
+
+    f, g, factor = hessian_at(theta)
+    fresh = True
+    # After a step that called for a new Hessian, the next trial point's pass sums one too: when that
+    # step is taken with too little progress, its Hessian is then at hand without a pass of its own.
+    expect_new = True
+    eps = np.finfo(np.float64).eps
+    it = 0
+    while it < max_iter:
+        it += 1
+        d = factor.direction(g)
+        slope = float(g @ d)
+        t, accepted, Ht = 1.0, False, None
+        if slope < 0:
+            for _ in range(MAX_HALVINGS + 1):
+                ft, gt, Ht = loss.evaluate(theta + t * d, hessian=expect_new and t == 1.0)
+                if ft <= f + ARMIJO * t * slope:
+                    accepted = True
+                    break
+                # At rounding level: accept a step that does not raise the loss and shrinks the gradient.
+                if ft - f <= 64 * eps * abs(f) and np.abs(gt).sum() < np.abs(g).sum():
+                    accepted = True
+                    break
+                t, Ht = t / 2, None
+        if not accepted and not fresh:  # a stale Hessian: sum it again here and retry this step
+            f, g, factor = hessian_at(theta)
+            fresh = expect_new = True
+            it -= 1
+            continue
+        if not accepted:
+            if log is not None:
+                log(f"newton-cholesky: no decrease along the Newton step at iteration {it}; lbfgs continues")
+            warnings.warn(f"newton-cholesky: the line search found no decrease at iteration {it} (rounding "
+                          f"or an ill-conditioned Hessian); lbfgs continues from there.", ConvergenceWarning,
+                          stacklevel=4)
+            theta, n_lbfgs, converged = lbfgs(loss, theta, max(1, max_iter - it), tol, log, warn=True)
+            return theta, it + n_lbfgs, converged, True
+        shrink = float(np.max(np.abs(gt))) / max(float(np.max(np.abs(g))), np.finfo(float).tiny)
+        theta, f, g = theta + t * d, ft, gt
+        decrement = factor.half_decrement(d)
+        converged = float(np.max(np.abs(g))) <= tol and decrement <= tol
+        if log is not None:
+            log(f"newton-cholesky iteration {it}: objective {f:.10g}, max|gradient| {np.max(np.abs(g)):.3g}, "
+                f"step {t:g}, half Newton decrement {decrement:.3g}, Hessian {'new' if fresh else 'kept'}")
+        if converged:
+            return theta, it, True, False
+        if t == 1.0 and shrink <= KEEP_HESSIAN:
+            fresh = expect_new = False
+            continue
+        fresh = expect_new = True
+        factor = None
+        if Ht is not None:
+            try:
+                factor = _Factor(Ht, null, strict=loss.hessian_dtype == np.float32)
+            except np.linalg.LinAlgError:
+                loss.hessian_dtype = np.float64
+        if factor is None:
+            f, g, factor = hessian_at(theta)
+    return theta, max_iter, False, False
+
+
+def lbfgs(loss, theta, max_iter, tol, log=None, warn=False):
+    """L-BFGS-B with scikit-learn's options (gtol=tol, ftol=64·eps, maxls=50); return (θ, iterations, converged).
+
+    ``warn``: warn here when it stops short (``fit`` warns otherwise).
+    """
+    def fun(th):
+        f, g, _ = loss.evaluate(th)
+        return f, g
+
+    with single_threaded_blas():
+        res = scipy.optimize.minimize(fun, theta, method="L-BFGS-B", jac=True,
+                                      options={"maxiter": max_iter, "maxls": 50, "gtol": tol,
+                                               "ftol": 64 * np.finfo(float).eps})
+    n_iter = min(int(res.nit), max_iter)
+    converged = res.status == 0
+    if log is not None:
+        log(f"lbfgs: {n_iter} iterations, {res.nfev} evaluations, objective {res.fun:.10g}, status {res.status}: "
+            f"{res.message}")
+    if warn and not converged:
+        warnings.warn(_lbfgs_message(n_iter, res, max_iter), ConvergenceWarning, stacklevel=4)
+    return res.x, n_iter, converged
+
+
+def _lbfgs_message(n_iter, res, max_iter):
+    return (f"lbfgs failed to converge after {n_iter} iteration(s) (status={res.status}): {res.message}. "
+            f"Increase the number of iterations to improve the convergence (max_iter={max_iter}), or scale "
+            f"the data.")
+
+
+def choose_logistic_solver(solver, n_params):
+    """Resolve ``solver="auto"``: Newton when its (n_params)² float64 Hessian fits ``NEWTON_MEMORY_BYTES``."""
+    if solver != "auto":
+        return solver
+    return "newton-cholesky" if 8 * n_params**2 <= NEWTON_MEMORY_BYTES else "lbfgs"
+
+
+def _initial(settings, K, D, fit_intercept):
+    theta = np.zeros((K, D + int(fit_intercept)))
+    if settings.init is not None and np.shape(settings.init[0]) == (K, D):  # else: another shape, start at 0
+        coef, intercept = settings.init
+        theta[:, :D] = coef
+        if fit_intercept:
+            theta[:, D] = intercept
+    return theta.ravel()
+
+
+# ------------------------------------------------------------------ the fit
+def fit(settings, template, X, labels, n_classes, w):
+    """Fit logistic regression on validated X and class indices: the in-memory pipeline, start to end.
+
+    Parameters
+    ----------
+    settings : LogisticSettings
+    template : feature map or None
+        Cloned and fitted on X.
+    X : validated ndarray or CSR matrix
+    labels : ndarray (N,) of int
+        Class indices in [0, n_classes).
+    n_classes : int
+        At least 2.
+    w : ndarray (N,) float64, or None
+        Sample weights (class weights included), validated.
+
+    Returns
+    -------
+    LogisticResult
+    """
+    t0 = time.perf_counter()
+    log = settings.log
+    n_threads = effective_n_threads(settings.n_jobs)
+    source = FeatureSource.fit(template, X, log, t0)
+    N = source.n_rows
+    weights = np.ones(N) if w is None else np.asarray(w, dtype=np.float64)
+    total = float(weights.sum())
+    rows = DesignRows(source, settings.fit_intercept, settings.chunk_size)
+    loss = LogisticLoss(rows, np.asarray(labels, dtype=np.intp), weights / total, n_classes,
+                        1.0 / (settings.C * total), n_threads, log)
+    solver = choose_logistic_solver(settings.solver, loss.n_params)
+    if log is not None:
+        log(f"{solver} on {N} rows x {rows.width} columns ({loss.K} coefficient row(s)), features "
+            f"{'held' if rows.materialised else 'made again at every pass'}, Hessian (Newton) over every "
+            f"{loss.stride}-th row, "
+            f"elapsed {time.perf_counter() - t0:.1f} s")
+    theta = _initial(settings, loss.K, rows.n_features, settings.fit_intercept)
+    if solver == "newton-cholesky":
+        check_memory(8 * 3 * loss.n_params**2, f"the {loss.n_params} x {loss.n_params} Hessian of newton-cholesky",
+                     "use solver='lbfgs', which holds no Hessian")
+        theta, n_iter, converged, fell_back = newton_cholesky(loss, theta, settings.max_iter, settings.tol, log)
+        if not converged and not fell_back:
+            warnings.warn(f"newton-cholesky did not converge within max_iter={settings.max_iter} iterations "
+                          f"(tol={settings.tol:g}). Increase the number of iterations (max_iter) or use "
+                          f"solver='lbfgs'.", ConvergenceWarning, stacklevel=3)
+    else:
+        theta, n_iter, converged = lbfgs(loss, theta, settings.max_iter, settings.tol, log, warn=True)
+    f = loss.evaluate(theta)[0]
+    Theta = theta.reshape(loss.K, rows.width)
+    if not np.all(np.isfinite(Theta)):
+        raise ValueError(f"{settings.owner}: the solution is not finite; rescale X (e.g. with StandardScaler).")
+    coef = Theta[:, :rows.n_features].copy()
+    intercept = Theta[:, rows.n_features].copy() if settings.fit_intercept else np.zeros(loss.K)
+    if log is not None:
+        log(f"fit done ({solver}, {n_iter} iterations, {loss.passes} passes over the rows), "
+            f"elapsed {time.perf_counter() - t0:.1f} s")
+    return LogisticResult(solver, coef, intercept, np.array([n_iter], dtype=np.int32), bool(converged),
+                          f * settings.C * total, source.features)
