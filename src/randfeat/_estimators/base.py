@@ -26,7 +26,27 @@ from .._solvers.precond import PRECONDITIONERS
 
 
 #: scikit-learn's kernel approximations that randfeat offers under the same name and parameters.
-class BaseRidge(ValidatedParamsMixin, BaseEstimator):
+class FeaturesParamMixin:
+    """What every estimator with a ``features=`` parameter shares: its message, its map, its progress log (not public)."""
+
+    def _invalid_message(self, name, value, message):
+        # scikit-learn's sentence names the private base class; say what to pass instead, once.
+        if name != "features":
+            return super()._invalid_message(name, value, message)
+        return (f"The 'features' parameter of {type(self).__name__} must be a randfeat feature map (e.g. "
+                f"RandomFourierFeatures), a scikit-learn transformer (an object with fit and transform) or None. "
+                f"Got {value!r} instead.")
+
+    def _feature_map(self):
+        """The ``features`` parameter as a feature map: a transformer wrapped (``as_feature_map``), or None."""
+        return as_feature_map(self.features)
+
+    def _log(self, msg):
+        if self.verbose:
+            print(f"[{type(self).__name__}] {msg}", file=sys.stderr, flush=True)
+
+
+class BaseRidge(FeaturesParamMixin, ValidatedParamsMixin, BaseEstimator):
     """Shared parameters, fit bookkeeping and prediction of Ridge and RidgeClassifier (not public)."""
 
     _parameter_constraints: dict = {
@@ -72,23 +92,6 @@ class BaseRidge(ValidatedParamsMixin, BaseEstimator):
         self.chunk_size = chunk_size
         self.verbose = verbose
         self.n_jobs = n_jobs
-
-    # ------------------------------------------------------------ validation
-    def _invalid_message(self, name, value, message):
-        # scikit-learn's sentence names the private base class; say what to pass instead, once.
-        if name != "features":
-            return super()._invalid_message(name, value, message)
-        return (f"The 'features' parameter of {type(self).__name__} must be a randfeat feature map (e.g. "
-                f"RandomFourierFeatures), a scikit-learn transformer (an object with fit and transform) or None. "
-                f"Got {value!r} instead.")
-
-    def _feature_map(self):
-        """The ``features`` parameter as a feature map: a transformer wrapped (``as_feature_map``), or None."""
-        return as_feature_map(self.features)
-
-    def _log(self, msg):
-        if self.verbose:
-            print(f"[{type(self).__name__}] {msg}", file=sys.stderr, flush=True)
 
     def _settings(self):
         """The ``RidgeSettings`` of this estimator's (validated) parameters."""

@@ -96,7 +96,7 @@ class _LeastSquaresClassifier(ClassifierMixin, BaseRidge):
         scores : ndarray of shape (n_samples,) for two classes, else (n_samples, n_classes)
             Positive for the class (binary: for ``classes_[1]``).
         """
-        return self._on_rows(RidgeClassifier._decision_function, X)
+        return self._on_rows(_LeastSquaresClassifier._decision_function, X)
 
     def _decision_function(self, X):
         """``decision_function`` of rows in memory."""
@@ -114,7 +114,7 @@ class _LeastSquaresClassifier(ClassifierMixin, BaseRidge):
         -------
         y_pred : ndarray of shape (n_samples,)
         """
-        return self._on_rows(RidgeClassifier._predict, X)
+        return self._on_rows(_LeastSquaresClassifier._predict, X)
 
     def _predict(self, X):
         """``predict`` of rows in memory."""

@@ -9,7 +9,6 @@ The estimator holds the parameters, encodes the labels as class indices
 from __future__ import annotations
 
 import functools
-import sys
 from numbers import Integral, Real
 from typing import Any, Optional, Union
 
@@ -26,12 +25,12 @@ from .._core.threads import effective_n_threads
 from .._core.types import ArrayLike, Float, MatrixLike, Predictions, Self, Transformer
 from .._core.validation import N_JOBS, Interval, validate_X
 from .._maps.contract import FeatureMap
-from .._maps.transformer import as_feature_map
 from .._solvers.logistic import LOGISTIC_SOLVERS, LogisticSettings
+from .base import FeaturesParamMixin
 from .targets import ClassTargets
 
 
-class LogisticRegression(ClassifierMixin, ValidatedParamsMixin, BaseEstimator):
+class LogisticRegression(ClassifierMixin, FeaturesParamMixin, ValidatedParamsMixin, BaseEstimator):
     """Kernel logistic regression at the cost of a linear one: probabilities from random features.
 
     ``LogisticRegression(features=RandomFourierFeatures(2000))`` fits
@@ -178,17 +177,6 @@ class LogisticRegression(ClassifierMixin, ValidatedParamsMixin, BaseEstimator):
         self.verbose = verbose
         self.n_jobs = n_jobs
 
-    def _invalid_message(self, name, value, message):
-        if name != "features":
-            return super()._invalid_message(name, value, message)
-        return (f"The 'features' parameter of {type(self).__name__} must be a randfeat feature map (e.g. "
-                f"RandomFourierFeatures), a scikit-learn transformer (an object with fit and transform) or None. "
-                f"Got {value!r} instead.")
-
-    def _log(self, msg):
-        if self.verbose:
-            print(f"[{type(self).__name__}] {msg}", file=sys.stderr, flush=True)
-
     @fit_context(prefer_skip_nested_validation=False)  # features= is fitted inside: let it validate itself
     def fit(self, X: MatrixLike, y: ArrayLike, sample_weight: Optional[ArrayLike] = None) -> Self:
         """Fit the model.
@@ -221,7 +209,7 @@ class LogisticRegression(ClassifierMixin, ValidatedParamsMixin, BaseEstimator):
             max_iter=int(self.max_iter), chunk_size=self.chunk_size, n_jobs=self.n_jobs,
             log=self._log if self.verbose else None, init=init,
         )
-        fit = backend.fit_logistic(settings, as_feature_map(self.features), X, y, sample_weight, targets)
+        fit = backend.fit_logistic(settings, self._feature_map(), X, y, sample_weight, targets)
         dtype = X.dtype
         self.classes_ = targets.classes
         self.coef_ = fit.coef.astype(dtype)
