@@ -298,3 +298,22 @@ def test_a_chunked_fit_validates_once_and_chooses_the_backend_once(monkeypatch):
     RidgeCV(alphas=[0.1, 1.0], gammas=[0.5, 1.0], features=RandomFourierFeatures(64, random_state=0),
             chunk_size=100).fit(X, y)
     assert counts == {"validations": 1, "backend choices": 1}
+
+
+def test_a_row_dependent_map_with_a_width_is_never_streamed(ArcCosine):
+    # RidgeCV's one-pass gamma path streams chunks; a map that does not declare
+    # ROW_INDEPENDENT must see all its rows at once there too (pipeline.held_whole).
+    class Centred(ArcCosine):
+        capabilities = frozenset({MapCapability.KERNEL_WIDTH, MapCapability.GAMMA_PATH})
+
+        def _transform_rows(self, state, X, n_threads):
+            Z = super()._transform_rows(state, X, n_threads)
+            return Z - Z.mean(axis=0)  # depends on the rows given together
+
+    X, y, _ = _data()
+    fm = Centred(100, random_state=3)
+    gammas, alphas = [0.1, 1.0], [1e-2, 1.0]
+    cv = RidgeCV(alphas=alphas, gammas=gammas, features=fm, chunk_size=50).fit(X, y)
+    scores = [sk.RidgeCV(alphas=alphas).fit(clone(fm).set_params(gamma=g).fit_transform(X), y).best_score_
+              for g in gammas]
+    _close(cv.gamma_scores_, scores, 1e-8)

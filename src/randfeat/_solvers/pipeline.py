@@ -133,7 +133,7 @@ def choose_solver(solver, sparse, n_features):
     return "cholesky" if not sparse and n_features <= CHOLESKY_MAX_FEATURES else "cg"
 
 
-def _materialised(features, X):
+def held_whole(features, X):
     """True if a fitted map's features of X are made once and held, not streamed chunk by chunk.
 
     Sparse features (binning) are cheap to hold and solved by CG; a map
@@ -166,24 +166,20 @@ class FeatureSource:
         if template is None:
             return cls(X, None, X)
         features = clone(template)
-        # A map whose output kind is known before the fit makes its CSR in
-        # the same pass (binning's fit reads every row anyway).
-        known = features.output_kind is not None and features.output_kind_for(sp.issparse(X)) is OutputKind.CSR
-        Z = features._fit_validated(X, return_features=known)
-        if Z is None and _materialised(features, X):
-            Z = features._transform_validated(X)
-        if Z is None:
-            return cls(X, features, None)
-        Z = Z.tocsr() if sp.issparse(Z) else Z
-        if log is not None and sp.issparse(Z):
-            log(f"materialised {Z.shape[0]}x{Z.shape[1]} sparse features, nnz={Z.nnz}, "
+        # A map declared CSR before its fit (binning) makes its features in
+        # the fit's own pass over the rows; any other is decided once fitted.
+        in_fit = features.output_kind_for(sp.issparse(X)) is OutputKind.CSR
+        Z = features._fit_validated(X, return_features=in_fit)
+        source = cls.of_fitted(features, X) if Z is None else cls(X, features, Z.tocsr() if sp.issparse(Z) else Z)
+        if log is not None and source.sparse:
+            log(f"materialised {source.Z.shape[0]}x{source.Z.shape[1]} sparse features, nnz={source.Z.nnz}, "
                 f"elapsed {time.perf_counter() - (t0 or 0.0):.1f} s")
-        return cls(X, features, Z)
+        return source
 
     @classmethod
     def of_fitted(cls, features, X):
-        """The source of an already fitted map on X (materialised when its output is CSR)."""
-        if _materialised(features, X):
+        """The source of an already fitted map on X (materialised when ``held_whole``)."""
+        if held_whole(features, X):
             Z = features._transform_validated(X)
             return cls(X, features, Z.tocsr() if sp.issparse(Z) else Z)
         return cls(X, features, None)

@@ -19,17 +19,15 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
 import numpy as np
-import scipy.sparse as sp
 from sklearn.base import clone
 from sklearn.utils._param_validation import InvalidParameterError
 
 from .._core.memory_budget import available_memory
-from .._core.protocols import OutputKind
 from .._core.threads import effective_n_threads
 from .eigen import eigen_of, gram_decomposition, kernel_decomposition
 from .kfold import kfold_predictions, kfold_refit
 from .loo import LooScores, loo_block, loo_residuals
-from .pipeline import CHOLESKY_MAX_FEATURES, DEFAULT_CHUNK_BYTES, FeatureSource, accumulate
+from .pipeline import CHOLESKY_MAX_FEATURES, DEFAULT_CHUNK_BYTES, FeatureSource, accumulate, held_whole
 
 #: ``gammas="auto"``: the median heuristic's gamma times these factors.
 AUTO_GAMMA_FACTORS = (0.1, 0.3, 1.0, 3.0, 10.0)
@@ -156,12 +154,12 @@ def _kernel_fits(N):
 def _joint_pass_fits(settings, maps, X):
     """True if the gammas' Gram matrices are accumulated in one pass over X.
 
-    Needs dense (streamed) features, leave-one-out or GCV (not k-fold), not
+    Needs streamed features (no map ``held_whole``), leave-one-out or GCV (not k-fold), not
     the kernel path (``_kernel_path_pays``: then each gamma's small N × N
     kernel is cheaper), and the n_gammas Gram accumulators within half the
     available memory.
     """
-    if settings.cv not in (None, "gcv") or any(m.output_kind_for(sp.issparse(X)) is OutputKind.CSR for m in maps):
+    if settings.cv not in (None, "gcv") or any(held_whole(m, X) for m in maps):
         return False
     D = int(maps[0].n_features_out_)
     if _kernel_path_pays(settings, X.shape[0], D, X.dtype):
