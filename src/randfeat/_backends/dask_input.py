@@ -17,7 +17,7 @@ import uuid
 import numpy as np
 import scipy.sparse as sp
 
-from .._core.input_stats import entry_mean_abs_deviation, entry_variance
+from .._core.input_stats import entry_mean_abs_deviation, entry_min, entry_variance
 from .._core.protocols import InputSummary
 from .._core.validation import check_sample_weight, check_weight_total, validate_rows
 from .tree import tree_reduce
@@ -215,16 +215,6 @@ def _merge_range(a, b):
     return np.minimum(a[0], b[0]), np.maximum(a[1], b[1])
 
 
-def _block_min(Xb):
-    """The smallest entry of a validated block (a CSR's implicit zeros included); None for no rows."""
-    if Xb.shape[0] == 0 or Xb.shape[1] == 0:
-        return None
-    if not sp.issparse(Xb):
-        return float(Xb.min())
-    low = float(Xb.data.min()) if Xb.data.size else 0.0
-    return min(low, 0.0) if Xb.data.size < Xb.shape[0] * Xb.shape[1] else low
-
-
 def _merge_min(a, b):
     return b if a is None else (a if b is None else min(a, b))
 
@@ -327,7 +317,7 @@ class DaskSummary(InputSummary):
 
     def min_value(self):
         """Return the smallest entry (a CSR's implicit zeros included): one pass, no per-column array."""
-        low = self._reduce(_block_min, combine=_merge_min)
+        low = self._reduce(entry_min, combine=_merge_min)
         return 0.0 if low is None else low
 
     def column_range(self):

@@ -90,6 +90,28 @@ def entry_mean_abs_deviation(X):
     return s, sad / n_total
 
 
+def entry_min(X):
+    """The smallest of X's n·d entries as a float (a CSR's implicit zeros included); None when X has none.
+
+    One pass over the stored values, no per-column array: what a map's fit
+    reads to check a domain (the chi² maps' non-negative input).
+
+    Parameters
+    ----------
+    X : validated ndarray or CSR matrix
+
+    Returns
+    -------
+    float or None
+    """
+    if X.shape[0] == 0 or X.shape[1] == 0:
+        return None
+    if not sp.issparse(X):
+        return float(X.min())
+    low = float(X.data.min()) if X.data.size else 0.0
+    return min(low, 0.0) if X.data.size < X.shape[0] * X.shape[1] else low
+
+
 class MemorySummary(InputSummary):
     """The ``InputSummary`` of a validated in-memory array (statistics computed on demand).
 
@@ -121,11 +143,8 @@ class MemorySummary(InputSummary):
 
     def min_value(self):
         """Return X's smallest entry (a CSR's implicit zeros included), with no per-column array."""
-        X = self._X
-        if not sp.issparse(X):
-            return float(X.min()) if X.size else 0.0
-        low = float(X.data.min()) if X.data.size else 0.0
-        return min(low, 0.0) if X.data.size < X.shape[0] * X.shape[1] else low
+        low = entry_min(self._X)
+        return 0.0 if low is None else low
 
     def training_rows(self, max_rows, random_state):
         """Return X, every row: in memory a map is fitted on the whole training input."""
