@@ -26,6 +26,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.metrics.pairwise import pairwise_kernels
 from sklearn.utils._param_validation import InvalidParameterError
+from sklearn.utils.extmath import row_norms
 
 from .._core.memory_budget import check_memory
 from .._core.threads import threads_for
@@ -241,12 +242,8 @@ class Landmarks:
     def sq_norms64(self):
         """Squared norms of the landmarks as given, float64."""
         def build():
-            if sp.issparse(self.L):
-                L = sp.csr_matrix(self.L)
-                rows = np.repeat(np.arange(self.m), np.diff(L.indptr))
-                return np.bincount(rows, weights=L.data.astype(np.float64) ** 2, minlength=self.m)
-            L64 = np.asarray(self.L, dtype=np.float64)
-            return np.einsum("ij,ij->i", L64, L64)
+            L = sp.csr_matrix(self.L, dtype=np.float64) if sp.issparse(self.L) else np.asarray(self.L, np.float64)
+            return row_norms(L, squared=True)
         return self._cached("sq64", build)
 
     def transposed(self, dtype):
@@ -286,11 +283,10 @@ def _sparse_dots(lm, Xc, dtype):
     so the compiled (xv − 2·dot) + lv is the float64 distance rounded once).
     """
     if lm.kernel.name == "rbf":
-        dots = Xc.astype(np.float64) @ lm.transposed(np.float64)
+        X64 = Xc.astype(np.float64)
+        dots = X64 @ lm.transposed(np.float64)
         dots = dots.toarray() if sp.issparse(dots) else np.asarray(dots)
-        rows = np.repeat(np.arange(Xc.shape[0]), np.diff(Xc.indptr))
-        xsq = np.bincount(rows, weights=Xc.data.astype(np.float64) ** 2, minlength=Xc.shape[0])
-        d2 = (xsq[:, None] - 2.0 * dots) + lm.sq_norms64()[None, :]
+        d2 = (row_norms(X64, squared=True)[:, None] - 2.0 * dots) + lm.sq_norms64()[None, :]
         np.maximum(d2, 0.0, out=d2)
         d2 *= -0.5
         return (np.ascontiguousarray(d2, dtype=dtype), np.zeros(Xc.shape[0], dtype=dtype),
@@ -299,9 +295,7 @@ def _sparse_dots(lm, Xc, dtype):
     dots = np.ascontiguousarray(dots.toarray() if sp.issparse(dots) else dots, dtype=dtype)
     xvec = np.zeros(0, dtype=dtype)
     if lm.kernel.name == "cosine":
-        rows = np.repeat(np.arange(Xc.shape[0]), np.diff(Xc.indptr))
-        sq = np.bincount(rows, weights=Xc.data.astype(np.float64) ** 2, minlength=Xc.shape[0])
-        norms = np.sqrt(sq)
+        norms = np.sqrt(row_norms(Xc.astype(np.float64), squared=True))
         xvec = np.divide(1.0, norms, out=np.zeros_like(norms), where=norms > 0).astype(dtype)
     return dots, xvec, lm.lvec
 
