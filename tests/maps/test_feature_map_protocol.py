@@ -317,3 +317,36 @@ def test_a_row_dependent_map_with_a_width_is_never_streamed(ArcCosine):
     scores = [sk.RidgeCV(alphas=alphas).fit(clone(fm).set_params(gamma=g).fit_transform(X), y).best_score_
               for g in gammas]
     _close(cv.gamma_scores_, scores, 1e-8)
+
+
+class _Misbehaving(TransformerMixin, BaseEstimator):
+    """A transformer whose output randfeat must refuse: NaN (dense or sparse) or a width that varies."""
+
+    def __init__(self, fault="nan"):
+        self.fault = fault
+
+    def fit(self, X, y=None):
+        return self
+
+    def transform(self, X):
+        Z = np.asarray(X, dtype=np.float64).copy()
+        if self.fault == "nan" and len(Z) > 1:
+            Z[1, 0] = np.nan
+        if self.fault == "sparse-nan":
+            Z = sp.csr_matrix(Z + 1.0)
+            if Z.shape[0] > 1:
+                Z.data[Z.indptr[1]] = np.inf
+        if self.fault == "width" and len(Z) > 1:
+            Z = Z[:, :-1]
+        return Z
+
+
+@pytest.mark.parametrize("fault, match", [("nan", "NaN"), ("sparse-nan", "infinity"), ("width", "width must not")])
+def test_a_transformer_output_randfeat_cannot_use_is_a_clear_error(fault, match):
+    X, y, _ = _data(200, 4)
+    est = Ridge(alpha=0.1).fit(X, y)
+    before = est.coef_.copy()
+    with pytest.raises(ValueError, match=match) as info:
+        est.set_params(features=_Misbehaving(fault)).fit(X, y)
+    assert "the transformer wrapped by TransformerMap" in str(info.value)
+    np.testing.assert_array_equal(est.coef_, before)  # the failed fit left the model as it was

@@ -29,7 +29,7 @@ from sklearn.utils._param_validation import HasMethods
 
 from .._core.protocols import InputSummary, MapCapability, OutputKind
 from .._core.types import RandomState, Rows
-from .._core.validation import Interval, as_generator
+from .._core.validation import Interval, as_generator, validate_rows
 from .contract import FeatureMap, MapState
 
 #: A Dask input's wrapped transformer is fitted on at most this many rows by default.
@@ -60,24 +60,24 @@ class TransformerState(MapState):
 
 
 def _as_features(Z, dtype, sparse, n_features_out, name):
-    """The transformer's output as the solvers read it: C-ordered ``dtype`` ndarray or canonical CSR."""
+    """The transformer's output as the solvers read it: C-ordered ``dtype`` ndarray or canonical CSR.
+
+    A third party's output reaches compiled code, so it goes through the
+    same gateway as any input rows (``validate_rows``: 2-D, finite, CSR
+    structure, canonical), in X's dtype.
+    """
     if sp.issparse(Z) != sparse:
         raise ValueError(f"the transformer wrapped by {name} returned a {'sparse' if sp.issparse(Z) else 'dense'} "
                          f"matrix here and a {'sparse' if sparse else 'dense'} one at fit: its output kind must not "
                          f"depend on the rows")
-    if sparse:
-        Z = sp.csr_matrix(Z, dtype=dtype)
-        Z.sum_duplicates()  # canonical: sorted indices, no duplicates
-    else:
-        Z = np.ascontiguousarray(np.asarray(Z), dtype=dtype)
-        if Z.ndim != 2:
-            raise ValueError(f"the transformer wrapped by {name} returned an array of shape {Z.shape}, not 2-D")
+    try:
+        Z = validate_rows(Z.astype(dtype) if sparse else np.asarray(Z, dtype=dtype), owner=name)
+    except ValueError as exc:
+        raise ValueError(f"the transformer wrapped by {name} returned features randfeat cannot use: {exc}") from None
     if Z.shape[1] != n_features_out:
         raise ValueError(f"the transformer wrapped by {name} returned {Z.shape[1]} features here and "
                          f"{n_features_out} at fit: its width must not depend on the rows")
-    if not sparse and not np.isfinite(Z).all():
-        raise ValueError(f"the transformer wrapped by {name} returned NaN or infinite features")
-    return Z
+    return Z if sparse else np.ascontiguousarray(Z)
 
 
 class TransformerMap(FeatureMap):
