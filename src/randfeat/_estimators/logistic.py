@@ -199,7 +199,9 @@ class LogisticRegression(ClassifierMixin, FeaturesParamMixin, ValidatedParamsMix
         backend.check_logistic(owner)  # Dask: not yet, said before any work
         X, y, sample_weight = backend.validate_fit(self, X, y, sample_weight, y_numeric=False)
         targets = ClassTargets(y, owner, self.class_weight)
+        _check_class_totals(targets, y, sample_weight, self.class_weight, owner)
         sample_weight = targets.weighted(y, sample_weight, self.class_weight)
+        _check_weight_scale(sample_weight, len(y), float(self.C), owner)
         warm = vars(self).get("_warm")
         init = None
         if self.warm_start and warm is not None and np.array_equal(warm[0], targets.classes):
@@ -317,3 +319,35 @@ class LogisticRegression(ClassifierMixin, FeaturesParamMixin, ValidatedParamsMix
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
         return tags
+
+
+# ------------------------------------------------------------ validation
+def _check_class_totals(targets, y, sample_weight, class_weight, owner):
+    """ValueError when ``"balanced"`` would divide by a class whose rows all weigh zero (infinite weights)."""
+    if class_weight != "balanced" or sample_weight is None:
+        return
+    totals = np.bincount(targets.encode(y), weights=sample_weight, minlength=targets.n_classes)
+    empty = targets.classes[totals <= 0]
+    if empty.size:
+        raise ValueError(f"{owner}: class_weight='balanced' divides by each class's total sample_weight, but the "
+                         f"rows of class(es) {empty.tolist()!r} all have sample_weight 0; drop those rows or give "
+                         f"them a positive weight")
+
+
+def _check_weight_scale(sample_weight, n_samples, C, owner):
+    """ValueError unless the class-weighted sample weights leave a positive total whose product with C is usable.
+
+    The solvers scale the loss by 1 / (C · Σw): a zero total (every class
+    weight 0) or a product outside float64's range would divide by zero or
+    give an infinite or zero penalty.
+    """
+    total = float(n_samples) if sample_weight is None else float(np.sum(sample_weight))
+    if not total > 0:
+        raise ValueError(f"{owner}: class_weight and sample_weight give every row weight 0, so no row counts in "
+                         f"the fit; give at least one class and one row a positive weight")
+    scale = C * total
+    if not (np.isfinite(scale) and scale >= np.finfo(np.float64).tiny):
+        raise ValueError(f"{owner}: C times the total sample weight is {scale:.3g} (C={C:.3g}, total weight "
+                         f"{total:.3g}), outside the range float64 can scale the loss by; use a C or sample "
+                         f"weights nearer 1 (multiplying every weight by c is the same model as C·c)")
+
