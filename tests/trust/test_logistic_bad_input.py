@@ -55,8 +55,10 @@ REFITS = [
     ("C inf", dict(C=np.inf), None, None, None, InvalidParameterError, "'C' parameter .* Got inf"),
     ("NaN weight", {}, None, None, _with(np.ones(120), 3, np.nan), ValueError, "sample_weight contains NaN"),
     ("inf weight", {}, None, None, _with(np.ones(120), 3, np.inf), ValueError, "sample_weight contains infinity"),
-    ("negative weight", {}, None, None, _with(np.ones(120), 3, -1.0), ValueError, "non-negative"),
-    ("negative scalar weight", {}, None, None, -1.0, ValueError, "non-negative"),
+    ("negative scalar weight", {}, None, None, -1.0, ValueError, r"sums to -120; .* must be positive"),
+    ("weights summing to 0", {}, None, None, np.r_[np.ones(60), -np.ones(60)], ValueError, "sums to 0"),
+    ("a negative weight with solver='newton-cholesky'", dict(solver="newton-cholesky"), None, None,
+     _with(np.ones(120), 3, -1.0), ValueError, "'newton-cholesky' needs non-negative sample weights"),
     ("all-zero weights", {}, None, None, np.zeros(120), ValueError, "zero for every sample"),
     ("weights of the wrong length", {}, None, None, np.ones(7), ValueError, r"sample_weight.shape == \(7,\)"),
     ("class_weight naming an absent class", dict(class_weight={0: 1.0, 5: 2.0}), None, None, None, ValueError,
@@ -67,9 +69,9 @@ REFITS = [
     ("class_weight inf", dict(class_weight={0: np.inf}), None, None, None, ValueError, "finite non-negative"),
     ("class_weight negative", dict(class_weight={0: -1.0}), None, None, None, ValueError, "finite non-negative"),
     ("class_weight all zero", dict(class_weight={0: 0.0, 1: 0.0}), None, None, None, ValueError,
-     "every row weight 0"),
+     "zero for every sample"),
     ("balanced with a class of zero weights", dict(class_weight="balanced"), None, None, (Y == 1).astype(float),
-     ValueError, r"class_weight='balanced' .* class\(es\) \[0\] all have sample_weight 0"),
+     ValueError, r"class_weight='balanced' .* class\(es\) \[0\] have a total sample_weight <= 0"),
     ("C times the weights overflows", dict(C=1e300), None, None, np.full(120, 1e10), ValueError,
      "C times the total sample weight is inf"),
     ("C times the weights underflows", dict(C=1e-300), None, None, np.full(120, 1e-20), ValueError,
@@ -122,12 +124,18 @@ def test_scikit_learn_refuses_the_same_input(desc):
         SkLogisticRegression(**params).fit(X if Xb is None else Xb, Y if yb is None else yb, sample_weight=w)
 
 
-def test_scikit_learn_accepts_negative_weights_randfeat_refuses_them():
-    """A documented difference: scikit-learn fits negative weights (a non-convex objective); randfeat refuses them."""
-    w = _with(np.ones(120), 3, -1.0)
-    assert np.all(np.isfinite(SkLogisticRegression().fit(X, Y, sample_weight=w).coef_))
-    with pytest.raises(ValueError, match="sample_weight must be non-negative"):
-        LogisticRegression().fit(X, Y, sample_weight=w)
+@pytest.mark.parametrize("kind", ["binary", "three classes"])
+@pytest.mark.parametrize("C", [1.0, 100.0])
+def test_negative_weights_fit_as_scikit_learn(kind, C):
+    """scikit-learn's LogisticRegression fits negative weights; so does randfeat's, by L-BFGS (what "auto" picks)."""
+    Xf, yf = (X, Y) if kind == "binary" else (X3, Y3)
+    w = np.where(np.random.default_rng(0).random(len(yf)) < 0.05, -1.0, 1.0)
+    assert np.any(w < 0)
+    sk = SkLogisticRegression(C=C, tol=1e-10, max_iter=10000).fit(Xf, yf, sample_weight=w)
+    est = LogisticRegression(C=C, tol=1e-10, max_iter=10000).fit(Xf, yf, sample_weight=w)
+    assert est.solver_ == "lbfgs"
+    np.testing.assert_allclose(est.predict_proba(Xf), sk.predict_proba(Xf), atol=1e-6)
+    np.testing.assert_allclose(est.coef_, sk.coef_, rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("method", ["predict", "predict_proba", "predict_log_proba", "decision_function", "score"])
