@@ -16,14 +16,14 @@ import numpy as np
 from scipy.special import expit, log_expit
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils._param_validation import HasMethods, StrOptions
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 
 from .._backends import for_input
 from .._backends.in_memory import IN_MEMORY
 from .._core.params import ValidatedParamsMixin, fit_context
 from .._core.threads import effective_n_threads
 from .._core.types import ArrayLike, Float, MatrixLike, Predictions, Self, Transformer
-from .._core.validation import N_JOBS, Interval, validate_X
+from .._core.validation import _ALLOW_ZERO_WEIGHTS, N_JOBS, Interval, validate_X
 from .._maps.contract import FeatureMap
 from .._solvers.logistic import LOGISTIC_SOLVERS, LogisticSettings
 from .base import FeaturesParamMixin
@@ -187,8 +187,11 @@ class LogisticRegression(ClassifierMixin, FeaturesParamMixin, ValidatedParamsMix
         y : array-like of shape (n_samples,)
             Class labels (at least two classes).
         sample_weight : array-like of shape (n_samples,), optional
-            Finite non-negative weights (w_i in the objective), multiplied
-            by the class weights.
+            Finite weights (w_i in the objective), multiplied by the class
+            weights, summing to a positive total.  Negative weights are
+            accepted as scikit-learn accepts them (the objective may then
+            not be convex) and fitted by L-BFGS: ``solver="auto"`` picks
+            it, ``"newton-cholesky"`` refuses them.
 
         Returns
         -------
@@ -197,15 +200,19 @@ class LogisticRegression(ClassifierMixin, FeaturesParamMixin, ValidatedParamsMix
         owner = type(self).__name__
         backend = for_input(X)
         backend.check_logistic(owner)  # Dask: not yet, said before any work
-        X, y, sample_weight = backend.validate_fit(self, X, y, sample_weight, y_numeric=False)
+        X, y, _ = backend.validate_fit(self, X, y, None, y_numeric=False)
+        sample_weight = _sample_weight(sample_weight, X)
         targets = ClassTargets(y, owner, self.class_weight)
+        _check_class_totals(targets, y, sample_weight, self.class_weight, owner)
         sample_weight = targets.weighted(y, sample_weight, self.class_weight)
+        _check_weight_scale(sample_weight, len(y), float(self.C), owner)
+        solver = _solver_for_weights(self.solver, sample_weight, owner)
         warm = vars(self).get("_warm")
         init = None
         if self.warm_start and warm is not None and np.array_equal(warm[0], targets.classes):
             init = warm[1:]
         settings = LogisticSettings(
-            owner=owner, C=float(self.C), solver=self.solver, fit_intercept=self.fit_intercept, tol=float(self.tol),
+            owner=owner, C=float(self.C), solver=solver, fit_intercept=self.fit_intercept, tol=float(self.tol),
             max_iter=int(self.max_iter), chunk_size=self.chunk_size, n_jobs=self.n_jobs,
             log=self._log if self.verbose else None, init=init,
         )
@@ -317,3 +324,63 @@ class LogisticRegression(ClassifierMixin, FeaturesParamMixin, ValidatedParamsMix
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
         return tags
+
+
+# ------------------------------------------------------------ validation
+def _sample_weight(sample_weight, X):
+    """scikit-learn's conversion of ``sample_weight`` (finite, one per row of X, float64), negative entries kept.
+
+    scikit-learn's ``LogisticRegression`` fits negative weights; randfeat's
+    shared check (``check_sample_weight``, Ridge's) refuses them, so the
+    logistic fit converts its weights here.  Zero and negative totals are
+    refused by ``_check_weight_scale``.
+    """
+    if sample_weight is None:
+        return None
+    return _check_sample_weight(sample_weight, X, dtype=np.float64, **_ALLOW_ZERO_WEIGHTS)
+
+
+def _solver_for_weights(solver, sample_weight, owner):
+    """The solver to run: L-BFGS for negative weights (Newton's Hessian takes the weights' square roots)."""
+    if sample_weight is None or not np.any(sample_weight < 0):
+        return solver
+    if solver == "newton-cholesky":
+        raise ValueError(f"{owner}: solver='newton-cholesky' needs non-negative sample weights (its Hessian is "
+                         f"built from their square roots), and sample_weight times the class weights has "
+                         f"{int(np.sum(sample_weight < 0))} negative entries; use solver='lbfgs' or 'auto'")
+    return "lbfgs"
+
+
+def _check_class_totals(targets, y, sample_weight, class_weight, owner):
+    """ValueError when ``"balanced"`` would divide by a class whose rows all weigh zero (infinite weights)."""
+    if class_weight != "balanced" or sample_weight is None:
+        return
+    totals = np.bincount(targets.encode(y), weights=sample_weight, minlength=targets.n_classes)
+    empty = targets.classes[totals <= 0]
+    if empty.size:
+        raise ValueError(f"{owner}: class_weight='balanced' divides by each class's total sample_weight, but the "
+                         f"rows of class(es) {empty.tolist()!r} have a total sample_weight <= 0; drop those rows or "
+                         f"give them positive weights")
+
+
+def _check_weight_scale(sample_weight, n_samples, C, owner):
+    """ValueError unless the class-weighted sample weights leave a positive total whose product with C is usable.
+
+    The solvers scale the loss by 1 / (C · Σw): a zero total (every class
+    weight 0) or a product outside float64's range would divide by zero or
+    give an infinite or zero penalty.
+    """
+    total = float(n_samples) if sample_weight is None else float(np.sum(sample_weight))
+    if total == 0 and not np.any(sample_weight):
+        raise ValueError(f"{owner}: sample_weight (times the class weights) is zero for every sample, so no "
+                         f"sample counts in the fit; give at least one class and one row a positive weight")
+    if not total > 0:
+        raise ValueError(f"{owner}: sample_weight (times the class weights) sums to {total:.3g}; the loss is "
+                         f"scaled by the total weight, which must be positive (negative weights are accepted "
+                         f"only when the positive ones outweigh them)")
+    scale = C * total
+    if not (np.isfinite(scale) and scale >= np.finfo(np.float64).tiny):
+        raise ValueError(f"{owner}: C times the total sample weight is {scale:.3g} (C={C:.3g}, total weight "
+                         f"{total:.3g}), outside the range float64 can scale the loss by; use a C or sample "
+                         f"weights nearer 1 (multiplying every weight by c is the same model as C·c)")
+
