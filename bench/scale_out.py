@@ -25,7 +25,13 @@ Usage (a single command; ``--quick`` takes well under a minute)::
     python bench/scale_out.py --quick            # N=200,000, D=500
     python bench/scale_out.py                    # N=2,000,000, D=1000 (issue 13's size)
     python bench/scale_out.py --quick --out bench/results/scale_out_quick.json
-    python bench/scale_out.py --rows 0 --workers 2 --binning-rows 400000 --repeats 7   # the CG table only
+    python bench/scale_out.py --rows 0 --workers 2 --binning-rows 400000 --repeats 7   # the CG tables only
+    python bench/scale_out.py --rows 0 --workers 2 --no-iteration-table --repeats 5 \
+        --out bench/results/scale_out_whole.json --md bench/results/scale_out_whole.md   # the whole-call table only
+
+Then the whole ``fit`` call of the same Binning+LS by CG (40 iterations,
+``tol=0``) in memory against the LocalCluster, alternating (issue 36's bar:
+at most 1.5x on two workers); ``--quick`` runs it on 100,000 rows.
 
 Total CPU time is the bar of issue 13 (at most 1.3x the in-memory fit's);
 wall time on a shared 2-core machine mostly says how loaded it was.
@@ -213,6 +219,118 @@ def binning_cg_iteration(N, grids, chunk_rows, workers, repeats, max_iter=210):
     return rows
 
 
+def _machine():
+    """The CPU model, AVX-512 or not, and the load averages now (the machine may be shared)."""
+    model, avx512 = "unknown", False
+    try:
+        with open("/proc/cpuinfo") as f:
+            text = f.read()
+        model = next((line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("model name")),
+                     model)
+        avx512 = " avx512f" in text
+    except OSError:
+        pass
+    return {"cpu": model, "avx512": avx512, "cores": os.cpu_count(), "load_average": list(os.getloadavg())}
+
+
+def binning_whole_call(N, grids, chunk_rows, workers, repeats, max_iter=40):
+    """Binning+LS by CG, the whole ``fit`` call: in memory (all cores) vs a LocalCluster, alternating.
+
+    Both fits run exactly ``max_iter`` iterations (``tol=0``); the cluster's
+    wall time includes everything a user waits for: the summary pass, the
+    vocabulary on the workers and its merge, the features made and placed
+    on the workers, the preconditioner and the iterations.  Reports medians
+    and the median of the same-run ratios, the load averages before and
+    after, and the coefficients' largest relative difference.
+    """
+    import warnings
+
+    import dask
+    import dask.array as da
+    import distributed
+    from sklearn.exceptions import ConvergenceWarning
+
+    with dask.config.set(scheduler="synchronous"):
+        X = da.random.default_rng(1).standard_normal((N, 54), chunks=(chunk_rows, 54), dtype=np.float32).compute()
+    y = (np.sin(X[:, 0]) + X[:, 1] * X[:, 2]).astype(np.float64)
+    rows = []
+    for w in workers:
+        with distributed.LocalCluster(n_workers=w, threads_per_worker=1, processes=True,
+                                      dashboard_address=None) as cluster, distributed.Client(cluster) as client:
+            Xc = da.random.default_rng(1).standard_normal((N, 54), chunks=(chunk_rows, 54), dtype=np.float32)
+            yc = client.persist((da.sin(Xc[:, 0]) + Xc[:, 1] * Xc[:, 2]).astype(np.float64))
+            Xc = client.persist(Xc)
+            distributed.wait([Xc, yc])
+
+            def fit(name):
+                est = _binning_ridge(max_iter, None if name == "in-memory" else 1, grids)
+                est.set_params(verbose=False)
+                cluster_cpu0 = client.run(_cpu_seconds) if name == "cluster" else {}
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", ConvergenceWarning)
+                    cpu0, t0 = _cpu_seconds(), time.perf_counter()
+                    est.fit(*((X, y) if name == "in-memory" else (Xc, yc)))
+                    wall, cpu = time.perf_counter() - t0, _cpu_seconds() - cpu0
+                # This process's CPU includes the LocalCluster's scheduler (it runs here).
+                cpu += sum(v - cluster_cpu0[k] for k, v in client.run(_cpu_seconds).items()) if cluster_cpu0 else 0.0
+                return wall, cpu, est
+
+            for name in ("in-memory", "cluster"):  # warm-up (imports, pools, the workers' first fits)
+                fit(name)
+            load_before = os.getloadavg()
+            runs, cpus, coefs = {"in-memory": [], "cluster": []}, {"in-memory": [], "cluster": []}, {}
+            for r in range(repeats):
+                for name in (("in-memory", "cluster") if r % 2 == 0 else ("cluster", "in-memory")):
+                    t, cpu, est = fit(name)
+                    runs[name].append(t)
+                    cpus[name].append(cpu)
+                    coefs[name] = np.asarray(est.coef_, dtype=np.float64)
+                    assert int(np.max(est.n_iter_)) == max_iter, est.n_iter_
+            load_after = os.getloadavg()
+        mem, dsk = np.array(runs["in-memory"]), np.array(runs["cluster"])
+        rel = float(np.abs(coefs["cluster"] - coefs["in-memory"]).max() / np.abs(coefs["in-memory"]).max())
+        rows.append({"workers": w, "rows": N, "grids": grids, "chunk_rows": chunk_rows, "iterations": max_iter,
+                     "in_memory_s": float(np.median(mem)), "cluster_s": float(np.median(dsk)),
+                     "ratio_median": float(np.median(dsk / mem)), "ratios": (dsk / mem).round(3).tolist(),
+                     "in_memory_runs_s": mem.round(3).tolist(), "cluster_runs_s": dsk.round(3).tolist(),
+                     "in_memory_cpu_s": float(np.median(cpus["in-memory"])), "cluster_cpu_s": float(np.median(cpus["cluster"])),
+                     "cpu_ratio_median": float(np.median(np.array(cpus["cluster"]) / np.array(cpus["in-memory"]))),
+                     "coef_rel_diff": rel, "load_before": list(load_before), "load_after": list(load_after)})
+    print(f"Binning+LS by CG, the whole fit call: N={N:,} x 54 float32, {grids} grids, {max_iter} iterations, "
+          f"blocks of {chunk_rows:,} rows; {repeats} alternating runs, medians (machine possibly shared)")
+    print(f"{'LocalCluster':14s} {'in memory s':>12s} {'cluster s':>10s} {'ratio (same run)':>17s} {'CPU ratio':>10s}  "
+          f"load before/after  coef rel  ratios")
+    for r in rows:
+        print(f"{r['workers']:2d} worker(s)   {r['in_memory_s']:12.2f} {r['cluster_s']:10.2f} {r['ratio_median']:17.2f} "
+              f"{r['cpu_ratio_median']:10.2f}  {r['load_before'][0]:.1f}/{r['load_after'][0]:.1f}  "
+              f"{r['coef_rel_diff']:.1e}  {r['ratios']}")
+    return rows
+
+
+def whole_call_markdown(rows, machine):
+    """The whole-call table as Markdown (``--md``; the Performance page includes it)."""
+    first = rows[0]
+    lines = [
+        f"Binning+LS by CG, the whole `fit` call (`Ridge(solver='cg', tol=0, max_iter={first['iterations']})`, "
+        f"{first['rows']:,} × 54 float32 rows in blocks of {first['chunk_rows']:,}, {first['grids']} grids): "
+        f"in memory on all cores against a LocalCluster of one-thread worker processes, everything the user waits "
+        f"for included (summary pass, block vocabularies and their merge, features made and placed on the workers, "
+        f"preconditioner, {first['iterations']} iterations); {len(first['ratios'])} alternating runs, medians and "
+        f"the median of the same-run ratios. CPU: all processes (client and scheduler, workers). "
+        f"{machine['cpu']}, {machine['cores']} cores{', AVX-512' if machine['avx512'] else ''}; "
+        f"the machine was shared (load averages below), so only the ratios mean anything.",
+        "",
+        "| LocalCluster | in memory (s) | cluster (s) | cluster / in memory (same run) | CPU ratio | load (1 min) "
+        "before / after | coefficients vs in-memory (rel.) | runs |",
+        "|---|---:|---:|---:|---:|---|---:|---|",
+    ]
+    for r in rows:
+        lines.append(f"| {r['workers']} workers | {r['in_memory_s']:.2f} | {r['cluster_s']:.2f} | {r['ratio_median']:.2f} | "
+                     f"{r['cpu_ratio_median']:.2f} | {r['load_before'][0]:.1f} / {r['load_after'][0]:.1f} | "
+                     f"{r['coef_rel_diff']:.1e} | {', '.join(f'{x:.2f}' for x in r['ratios'])} |")
+    return "\n".join(lines) + "\n"
+
+
 def fourier_table(N, D, chunk_rows, workers):
     """The Fourier ridge fit on the LocalClusters against the in-memory fit (the first table)."""
     import dask
@@ -264,6 +382,11 @@ def main(argv=None):
                         help="rows of the Binning+LS CG-iteration table (default 400,000; --quick 100,000; 0 skips)")
     parser.add_argument("--grids", type=int, default=30, help="binning grids of the CG-iteration table")
     parser.add_argument("--repeats", type=int, default=5, help="alternating runs of the CG-iteration table")
+    parser.add_argument("--whole-rows", type=int,
+                        help="rows of the Binning+LS whole-call table (default 400,000; --quick 100,000; 0 skips)")
+    parser.add_argument("--md", help="write the whole-call table as Markdown here")
+    parser.add_argument("--iteration-table", action=argparse.BooleanOptionalAction, default=True,
+                        help="run the Binning+LS per-iteration table (--no-iteration-table skips it)")
     args = parser.parse_args(argv)
     N = args.rows or (200_000 if args.quick else 2_000_000)
     D = args.features or (500 if args.quick else 1000)
@@ -273,10 +396,20 @@ def main(argv=None):
     if args.rows != 0:  # --rows 0: only the CG-iteration table
         out.update(fourier_table(N, D, chunk_rows, workers))
     n_binning = args.binning_rows if args.binning_rows is not None else (100_000 if args.quick else 400_000)
-    binning = binning_cg_iteration(n_binning, args.grids, 50_000, workers, args.repeats) if n_binning else []
+    out["machine_before"] = _machine()
+    binning = binning_cg_iteration(n_binning, args.grids, 50_000, workers, args.repeats) \
+        if n_binning and args.iteration_table else []
+    n_whole = args.whole_rows if args.whole_rows is not None else (100_000 if args.quick else 400_000)
+    chunk_whole = 12_500 if args.quick else 50_000
+    whole = binning_whole_call(n_whole, args.grids, chunk_whole, [w for w in workers if w > 1] or workers,
+                               args.repeats) if n_whole else []
+    out["machine_after"] = _machine()
     if args.out:
         with open(args.out, "w") as f:
-            json.dump({**out, "binning_cg": binning}, f, indent=1)
+            json.dump({**out, "binning_cg": binning, "binning_whole_call": whole}, f, indent=1)
+    if args.md and whole:
+        with open(args.md, "w") as f:
+            f.write(whole_call_markdown(whole, out["machine_after"]))
     return 0
 
 

@@ -152,10 +152,21 @@ def _add_into(a, b):
     return Q, s + b[1]
 
 
+def _add_array_into(a, b):
+    """``a + b`` of two arrays, summed into a when it is writable (a fresh leaf or partial sum): the same bits."""
+    if not a.flags.writeable:  # a sum received from a store
+        return a + b
+    a += b
+    return a
+
+
 def _combine(fn):
     # The normal product's leaves are the blocks' own buffers (``CGBlock.out``),
-    # which the tree may sum into; every other block function returns fresh arrays.
-    return _add_into if fn is _b_normal else _add
+    # which the tree may sum into; the Gram block's leaves are fresh h x h
+    # arrays (``csr_gram_block_of``), summed in place too: an allocation per sum costs more than the add.
+    if fn is _b_normal:
+        return _add_into
+    return _add_array_into if fn is _b_gram_block else _add
 
 
 def subtree_sums(subtrees, blocks, fn, args):

@@ -469,12 +469,14 @@ class RandomBinningFeatures(FeatureMap):
         hashes = np.empty(Xb.shape[0] * P, dtype=np.uint64)
         _binning_fast.hash_rows(Xb, _binning_fast.Grids(state.U, state.INV, P), np.empty(0, dtype=np.int32),
                                 hashes, 1)
-        return [np.unique(col) for col in hashes.reshape(-1, P).T]
+        # The kernel's own per-grid sort and dedup (the fit's): ~4x np.unique per grid.
+        bins, offsets = _binning_fast.build_vocabularies(np.empty(0, dtype=np.int32), hashes, P, 1)[:2]
+        return [bins[offsets[p]:offsets[p + 1]] for p in range(P)]
 
     @staticmethod
     def _merge_vocabularies(a, b):
         """The vocabulary of two sets of rows: each grid's sorted union."""
-        return [np.union1d(x, y) for x, y in zip(a, b)]
+        return [_sorted_union(x, y) for x, y in zip(a, b)]
 
     def _state_with_vocabulary(self, state, bins, n_threads):
         """The state with the lookup structure of merged per-grid bin sets (the in-memory fit's vocabulary)."""
@@ -545,6 +547,16 @@ def _group_budget(output_bytes, n_threads, return_features):
     if not return_features:
         return default
     return int(max(1 << 20, min(default, output_bytes // (4 * n_threads))))
+
+
+def _sorted_union(x, y):
+    """np.union1d of two sorted, duplicate-free arrays, in linear time (a stable sort merges the two runs)."""
+    both = np.concatenate([x, y])
+    both.sort(kind="stable")
+    keep = np.empty(both.size, dtype=bool)
+    keep[:1] = True
+    np.not_equal(both[1:], both[:-1], out=keep[1:])
+    return both[keep]
 
 
 def _shrink(a, n):
