@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+import randfeat._linalg.onehot as onehot_mod
 import randfeat._maps.binning as binning_mod
 from randfeat import RandomBinningFeatures, Ridge, RidgeClassifier
 from randfeat._ext._sparse_fast import compact_columns, csr_matmat, csr_normal_matmat, csr_row_weighted_sq_sums
@@ -138,7 +139,8 @@ def test_csr_kernels_give_the_same_bits_with_int64_indices(dtype):
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_one_hot_structure_and_products_with_int64_indices(dtype):
+def test_one_hot_structure_and_products_with_int64_indices(dtype, monkeypatch):
+    monkeypatch.setattr(onehot_mod, "WIDE_SLAB_ROWS", 700)  # int64 columns narrowed in several slabs
     X, _ = _data()
     Z = RandomBinningFeatures(15, gamma=0.7, random_state=0).fit_transform(X.astype(dtype))
     W = _wide(Z)
