@@ -22,13 +22,20 @@ and predicts the test set.  Peak memory is the child's peak resident set
 (VmHWM: Python, the input, the features, the solver's state, everything);
 "input" is the training array's size and "features" the CSR's (binning).
 
-Outputs: ``scale.csv``, ``scale.md`` and ``scale.png`` (time and memory
-against N, log-log) under bench/results/ (``--quick``: ``scale_quick.*``,
-small sizes for CI and the docs build).  Usage::
+Each case's result is appended to ``scale.jsonl`` as it finishes (the
+machine's load with it), so a long run can be split over several calls;
+``scale.csv``, ``scale.md`` and ``scale.png`` (time and memory against N,
+log-log) are rewritten from the latest result of each (case, N), under
+bench/results/ (``--quick``: ``scale_quick.*``, small sizes for CI and the
+docs build).  The fit's CPU seconds (all threads) are recorded beside its
+wall time: on a shared machine the wall time follows the load.  Cost: the
+10⁷-row cases take about 75 (binning), 590 (Fourier: the Gram matrix,
+8·10¹³ flops) and 110 (SGD) CPU seconds, two cores' worth.  Usage::
 
     python bench/scale.py --quick
-    python bench/scale.py                      # 1e6, 2e6, 5e6, 1e7 (about an hour on 2 cores)
+    python bench/scale.py                      # 1e6, 2e6, 5e6, 1e7
     python bench/scale.py --sizes 1000000 10000000 --cases binning fourier
+    python bench/scale.py --report-only        # the tables and plot again, from scale.jsonl
 """
 
 import argparse
@@ -183,7 +190,7 @@ def _markdown(rows, info, quick):
     for n in sizes:
         for r in (r for r in rows if r["n"] == n):
             if "error" in r:
-                lines.append(f"| {n:,} | {r['case']} | — | — | — | — | — | — | — | — | failed: {r['error'][:80]} |")
+                lines.append(f"| {n:,} | {r['case']} | — | — | — | — | — | — | — | — | {r['error'][:160]} |")
                 continue
             notes = []
             if r["case"] == "binning":
@@ -207,7 +214,9 @@ def _markdown(rows, info, quick):
             a = next((r for r in rows if r["case"] == case and r["n"] == small and "error" not in r), None)
             b = next((r for r in rows if r["case"] == case and r["n"] == large and "error" not in r), None)
             if a and b:
-                ratios.append(f"{case} {b['fit_s'] / a['fit_s']:.1f}×")
+                cpu = (f" (CPU seconds {b['fit_cpu_s'] / a['fit_cpu_s']:.1f}×)"
+                       if a.get("fit_cpu_s") and b.get("fit_cpu_s") else "")
+                ratios.append(f"{case} {b['fit_s'] / a['fit_s']:.1f}×{cpu}")
         lines += ["", f"Fit time at {large:,} rows over the time at {small:,} rows ({large / small:.0f}× the rows): "
                   + ", ".join(ratios) + "."]
     return "\n".join(lines) + "\n"
