@@ -83,9 +83,9 @@ def onehot_layout(Z, n_threads=1):
     if value == 0:
         return None
     cols = Z.indices.reshape(N, G)
-    if cols.dtype == np.int32 and Z.data.dtype in (np.float32, np.float64):
-        lo, hi, same = block_ranges(cols, Z.data, float(value), n_threads)
-    else:  # int64 indices (rare): NumPy's reductions
+    if Z.data.dtype in (np.float32, np.float64) and (cols.dtype == np.int32 or D <= _INT32_MAX):
+        lo, hi, same = _block_ranges(cols, Z.data, float(value), n_threads)
+    else:  # columns past int32 (never met in practice): NumPy's reductions
         lo, hi, same = cols.min(axis=0), cols.max(axis=0), bool(np.all(Z.data == value))
     if not same or np.any(lo[1:] <= hi[:-1]):
         return None
@@ -118,9 +118,47 @@ def block_major_bins(Z, layout, n_threads=1):
     bins = np.empty((G, N), dtype=bins_dtype(int(np.diff(start).max(initial=0))))
     if cols.dtype == np.int32:
         local_bins(cols, start, bins, n_threads)
-    else:  # int64 indices (rare): NumPy's transpose
+        return bins
+    if Z.shape[1] > _INT32_MAX:  # columns past int32 (never met in practice): NumPy's transpose
         bins[...] = (cols - start[:G]).T
+        return bins
+    # int64 indices (past 2³¹ − 1 stored entries): the int32 kernel on slabs of
+    # rows narrowed on the fly (each block's columns fit int32: onehot_layout).
+    for i0, i1, c32 in _int32_slabs(cols):
+        part = np.empty((G, i1 - i0), dtype=bins.dtype)
+        local_bins(c32, start, part, n_threads)
+        bins[:, i0:i1] = part
     return bins
+
+
+_INT32_MAX = int(np.iinfo(np.int32).max)
+#: Rows per slab when int64 column indices are narrowed for the int32 kernels (a few MB a slab).
+WIDE_SLAB_ROWS = 1 << 16
+
+
+def _int32_slabs(cols):
+    """(i0, i1, int32 copy of cols[i0:i1]) over slabs of rows of (N, G) int64 ``cols``.
+
+    The caller has checked that every column fits int32 (Z's width, or each
+    block's), so the narrowing is exact.
+    """
+    for i0 in range(0, cols.shape[0], WIDE_SLAB_ROWS):
+        i1 = min(cols.shape[0], i0 + WIDE_SLAB_ROWS)
+        yield i0, i1, cols[i0:i1].astype(np.int32)
+
+
+def _block_ranges(cols, data, value, n_threads):
+    """``block_ranges`` for int32 or int64 (N, G) columns (int64, of a Z at most 2³¹ columns wide: slab by slab)."""
+    if cols.dtype == np.int32:
+        return block_ranges(cols, data, value, n_threads)
+    G = cols.shape[1]
+    lo = hi = None
+    same = True
+    for i0, i1, c32 in _int32_slabs(cols):
+        l, h, s = block_ranges(c32, data[i0 * G : i1 * G], value, n_threads)
+        lo, hi = (l, h) if lo is None else (np.minimum(lo, l), np.maximum(hi, h))
+        same = same and s
+    return lo, hi, same
 
 
 def onehot_block_structure(Z, n_threads=1):

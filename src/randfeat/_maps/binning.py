@@ -144,9 +144,16 @@ MAX_ABS_BIN = 2.0**62
 BINNING_KERNELS = sorted(name for name, spec in KERNELS.items() if spec.sample_pitch is not None)
 
 
+#: The largest row pointer (stored entries) and column index the features' CSR keeps in int32; past it
+#: both index arrays are int64, as scipy decides.  Past 2³¹ − 1 stored entries (50 grids × 43 M rows)
+#: that is the only choice; tests lower this bound to run the wide path on small data (``_csr`` keeps
+#: the int64 arrays then, where scipy would narrow them again).
+INDEX32_MAX = int(np.iinfo(np.int32).max)
+
+
 def _index_dtype(*bounds):
-    """int32 when every index and indptr value fits, else int64 (scipy's rule)."""
-    return np.int32 if max(bounds) < np.iinfo(np.int32).max else np.int64
+    """int32 when every index and indptr value fits, else int64 (scipy's rule, at ``INDEX32_MAX``)."""
+    return np.int32 if max(bounds) <= INDEX32_MAX else np.int64
 
 
 class RandomBinningFeatures(FeatureMap):
@@ -570,5 +577,9 @@ def _shrink(a, n):
 
 def _csr(data, indices, indptr, shape):
     Z = sp.csr_matrix((data, indices, indptr), shape=shape, copy=False)
+    if Z.indices.dtype != indices.dtype:
+        # scipy narrowed int64 arrays whose values fit int32: only when a test
+        # lowered INDEX32_MAX to force the wide path, which it then gets.
+        Z.indices, Z.indptr = indices, indptr
     Z.has_sorted_indices = True  # guaranteed by construction (grid by grid)
     return Z
