@@ -189,11 +189,12 @@ def test_sparse_products_with_int64_indices():
 
 
 # ------------------------------------------------------------ whole fits
-@pytest.mark.parametrize("solver", ["cg", "cholesky"])
-def test_fits_on_forced_wide_features_equal_the_int32_fits(solver, force_wide, monkeypatch):
+# Cholesky on a coarser grid (~700 columns; at gamma 0.7 its 6,000-column Gram took most of a minute).
+@pytest.mark.parametrize("solver, gamma", [("cg", 0.7), ("cholesky", 0.2)])
+def test_fits_on_forced_wide_features_equal_the_int32_fits(solver, gamma, force_wide, monkeypatch):
     X, y = _data()
     labels = (y > np.median(y)).astype(int) + (y > np.quantile(y, 0.8))
-    kw = dict(features=RandomBinningFeatures(20, gamma=0.7, random_state=0), solver=solver, alpha=0.5)
+    kw = dict(features=RandomBinningFeatures(20, gamma=gamma, random_state=0), solver=solver, alpha=0.5)
     wide = [Ridge(**kw).fit(X, y), RidgeClassifier(**kw).fit(X, labels)]
     assert wide[0].features_.transform(X[:10]).indices.dtype == np.int64
     monkeypatch.setattr(binning_mod, "INDEX32_MAX", np.iinfo(np.int32).max)
