@@ -201,19 +201,47 @@ def test_features_partly_held_in_float32(kind, solver, monkeypatch):
 
 
 @pytest.mark.parametrize("kind", ["binary", "ten"])
-def test_sampled_hessian_reaches_the_same_optimum(kind, monkeypatch):
+@pytest.mark.parametrize("solver", ["newton-cholesky", "newton-cg"])
+def test_sampled_hessian_reaches_the_same_optimum(kind, solver, monkeypatch):
     import randfeat._solvers.logistic as logistic_mod
 
     X, y = data(kind)
     monkeypatch.setattr(logistic_mod, "HESSIAN_ROWS", 100)
     monkeypatch.setattr(logistic_mod, "HESSIAN_ROWS_PER_PARAMETER", 1)  # the Hessian over every 6th or 2nd row
-    est = rf_fit(X, y, 1.0, "newton-cholesky", rff(20))
+    monkeypatch.setattr(logistic_mod, "SAMPLE_FLOAT64_BYTES", 0)  # the sample held in float32
+    est = rf_fit(X, y, 1.0, solver, rff(20))
     Z = est.features_.transform(X)
     ref = sk_fit(Z, y, 1.0)
     ours = objective(est.coef_, est.intercept_, 1.0, Z, y, est.classes_)
     theirs = objective(ref.coef_, ref.intercept_, 1.0, Z, y, ref.classes_)
     assert abs(ours - theirs) <= 1e-6 * theirs
     np.testing.assert_allclose(est.predict_proba(X), ref.predict_proba(Z), atol=1e-4)
+
+
+@pytest.mark.parametrize("kind", ["binary", "ten"])
+def test_newton_cg_diagonal_preconditioner(kind, monkeypatch):
+    """When the P × P Gram does not fit, newton-cg preconditions by its diagonal: the same optimum."""
+    import randfeat._solvers.logistic_cg as cg_mod
+
+    X, y = data(kind)
+    monkeypatch.setattr(cg_mod, "PRECONDITIONER_BYTES", 0)
+    est = rf_fit(X, y, 1.0, "newton-cg", rff())
+    Z = est.features_.transform(X)
+    ref = sk_fit(Z, y, 1.0)
+    ours = objective(est.coef_, est.intercept_, 1.0, Z, y, est.classes_)
+    theirs = objective(ref.coef_, ref.intercept_, 1.0, Z, y, ref.classes_)
+    assert abs(ours - theirs) <= 1e-6 * theirs
+
+
+def test_binning_csr_is_not_copied():
+    """The intercept is added by the loss (bare rows): the solver reads the map's CSR itself."""
+    from randfeat._solvers.logistic import DesignRows
+    from randfeat._solvers.pipeline import FeatureSource
+
+    X, _ = data("binary")
+    source = FeatureSource.fit(RandomBinningFeatures(10, gamma=0.1, random_state=0), X)
+    rows = DesignRows(source, True, None)
+    assert rows.held is source.Z and rows.bare and rows.width == source.n_features + 1
 
 
 # ------------------------------------------------------------ solver choice, convergence

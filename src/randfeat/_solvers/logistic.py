@@ -12,32 +12,39 @@ scikit-learn it is minimised divided by C·S (S = Σ w): the mean loss plus
 gradient of that scaled objective).
 
 Where the rows come from (``DesignRows``): the features of a
-``pipeline.FeatureSource`` with a column of ones appended for the
-intercept, in float64, a chunk of rows at a time (``pipeline.row_chunks``).
-They are made once and held when they fit ``MATERIALISE_BYTES`` (or when the
-source holds them anyway: binning's CSR stays CSR), else made again from X
-at every pass (a pass is one evaluation of the loss and its gradient, and,
-for Newton, of the Hessian too).
+``pipeline.FeatureSource``, bare (the loss adds the intercept itself, so
+binning's CSR is read as it is, never copied nor densified), in float64, a
+chunk of rows at a time.  They are made once and held when they fit
+``MATERIALISE_BYTES`` in float64; beyond, the first rows that fit
+``HELD_FLOAT32_BYTES`` are held rounded to float32 (widened back a small
+block at a time) and the others are made again from X at every pass (a
+pass is one evaluation of the loss and its gradient over every row).
 
 Solvers:
 
-* ``"newton-cholesky"``: the Hessian Zᵀ diag(s) Z (+ the penalty) is summed
-  chunk by chunk in the pass that computes the gradient, as fixed tiles
-  (``gram._tiled_gram_add``: the same bits for any thread count), factored
-  by Cholesky; Armijo step halving; it stops on scikit-learn's criterion
-  (max |gradient| <= tol and half the Newton decrement squared <= tol).
-  The Hessian only steers the step (the gradient, the loss and the
+* ``"newton-cholesky"``: the Hessian Zᵀ diag(s) Z (+ the penalty) as fixed
+  tiles (``gram._tiled_gram_add``: the same bits for any thread count),
+  factored by Cholesky; Armijo step halving; it stops on scikit-learn's
+  criterion (max |gradient| <= tol and half the Newton decrement squared
+  <= tol).  The Hessian only steers the step (the gradient, the loss and the
   stopping test are exact float64 sums over every row), so it is made
-  cheaply: binary in float32 tiles, summed over every stride-th row when
-  N > ``HESSIAN_ROWS`` (and 4 rows per parameter; sub-sampled Newton), and kept with its factor
-  while the steps it gives shrink the gradient fast (``KEEP_HESSIAN``).
-  Multinomial: the full (K·P)² Hessian, blockdiag(Zᵀ diag(w p_k) Z) − QᵀQ
-  with Q's rows √w_i (p_i ⊗ z_i) (both Gram matrices of tiles), with the
-  intercepts' common shift (a null direction) removed.
+  cheaply: summed over every stride-th row when N > ``HESSIAN_ROWS`` (and 4
+  rows per parameter; sub-sampled Newton), those rows held once
+  (``LogisticLoss.sampled_hessian``: a new Hessian costs no pass over every
+  row), binary in float32 tiles, and kept with its factor while the steps
+  it gives shrink the gradient fast (``KEEP_HESSIAN``).  Multinomial: the
+  full (K·P)² Hessian, blockdiag(Zᵀ diag(w p_k) Z) − QᵀQ with Q's rows
+  √w_i (p_i ⊗ z_i) (both Gram matrices of tiles), with the intercepts'
+  common shift (a null direction) removed.
+* ``"newton-cg"`` (``logistic_cg``): the Newton step by preconditioned CG,
+  Hessian-vector products on a held row sample, one P × P Gram
+  preconditioner shared by the classes: for several classes, whose full
+  Hessian is too large or too dear.
 * ``"lbfgs"``: ``scipy.optimize.minimize(method="L-BFGS-B")`` with
   scikit-learn's options; the loss and its gradient in one pass per evaluation.
-* ``"auto"``: Newton when its Hessian (8·(K·P)² bytes) fits
-  ``NEWTON_MEMORY_BYTES``, else L-BFGS.
+* ``"auto"`` (``choose_logistic_solver``): newton-cholesky for two classes
+  when its Hessian (8·P² bytes) fits ``NEWTON_MEMORY_BYTES``, newton-cg for
+  more classes when its P × P Gram does, else L-BFGS.
 
 All the arithmetic is float64 (the features of float32 data are widened
 chunk by chunk); the loss uses log(1 + eˣ) and log-sum-exp in their stable
@@ -443,7 +450,7 @@ class LogisticLoss:
                 v = np.sqrt(w * p * (1.0 - p))
                 _weighted_gram_add(Zs, v, H[:D, :D], self.n_threads, self.hessian_dtype)
                 if bare:
-                    H[D, :D] += np.asarray(Zs.T @ (v * v), dtype=np.float64).ravel()
+                    H[D, :D] += np.asarray(Zs.T @ (v * v).astype(Zs.dtype), dtype=np.float64).ravel()
                     H[D, D] += float(np.sum(v * v))
             else:
                 Q = np.zeros((K * P, K * P))
@@ -511,7 +518,7 @@ class _Factor:
             return 0.5 * float(d @ (self.H @ d))
 
 
-def newton_cholesky(loss, theta, max_iter, tol, log=None):
+def newton_cholesky(loss, theta, max_iter, tol, log=None, sampled_hessian=None):
     """Newton's method with step halving and a lazily refreshed Hessian; return (θ, iterations, converged, fell back).
 
     Stops when max |gradient| <= tol and ½·dᵀHd <= tol (scikit-learn's
@@ -521,10 +528,14 @@ def newton_cholesky(loss, theta, max_iter, tol, log=None):
     ``KEEP_HESSIAN`` times; otherwise it is summed again at the new point.
     If the step cannot decrease the objective even at rounding level,
     L-BFGS finishes from there with the iterations left.
+
+    ``sampled_hessian``: a callable θ -> the Hessian at θ without a pass over
+    every row (``LogisticLoss.sampled_hessian``, from its held row sample);
+    None: each Hessian is summed by ``loss.evaluate(θ, hessian=True)`` in a
+    pass (then the trial point after a fresh Hessian sums one too).
     """
     null = loss.null_direction()
-    # A loss that holds its Hessian's sample rows sums the Hessian without a pass over every row.
-    sampled = getattr(loss, "sampled_hessian", None)
+    sampled = sampled_hessian
 
     def hessian_at(theta, f=None, g=None):
         while True:
@@ -702,7 +713,8 @@ def fit(settings, template, X, labels, n_classes, w):
     if solver == "newton-cholesky":
         check_memory(8 * 3 * loss.n_params**2, f"the {loss.n_params} x {loss.n_params} Hessian of newton-cholesky",
                      "use solver='lbfgs', which holds no Hessian")
-        theta, n_iter, converged, fell_back = newton_cholesky(loss, theta, settings.max_iter, settings.tol, log)
+        theta, n_iter, converged, fell_back = newton_cholesky(loss, theta, settings.max_iter, settings.tol, log,
+                                                              loss.sampled_hessian)
         if not converged and not fell_back:
             warnings.warn(f"newton-cholesky did not converge within max_iter={settings.max_iter} iterations "
                           f"(tol={settings.tol:g}). Increase the number of iterations (max_iter) or use "

@@ -155,7 +155,7 @@ class SampledCurvature:
                     Zw = self.Zs[s:s + step] * root[s:s + step, None].astype(self.Zs.dtype)
                     _tiled_gram_add(Zw, G[:D, :D], self.n_threads)
             if self.intercept:
-                G[D, :D] = np.asarray(self.Zs.T @ weights).ravel()
+                G[D, :D] = np.asarray(self.Zs.T @ weights.astype(self.Zs.dtype)).ravel()  # one dtype: BLAS
                 G[D, D] = weights.sum()
             G = np.tril(G) + np.tril(G, -1).T
             G[np.diag_indices_from(G)] += pen
