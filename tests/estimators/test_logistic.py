@@ -207,6 +207,7 @@ def test_sampled_hessian_reaches_the_same_optimum(kind, solver, monkeypatch):
 
     X, y = data(kind)
     monkeypatch.setattr(logistic_mod, "HESSIAN_ROWS", 100)
+    monkeypatch.setattr(logistic_mod, "CG_HESSIAN_ROWS", 100)
     monkeypatch.setattr(logistic_mod, "HESSIAN_ROWS_PER_PARAMETER", 1)  # the Hessian over every 6th or 2nd row
     monkeypatch.setattr(logistic_mod, "SAMPLE_FLOAT64_BYTES", 0)  # the sample held in float32
     est = rf_fit(X, y, 1.0, solver, rff(20))

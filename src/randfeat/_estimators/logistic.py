@@ -44,7 +44,7 @@ class LogisticRegression(ClassifierMixin, FeaturesParamMixin, ValidatedParamsMix
     (one row per class), exactly scikit-learn's objective: fitted on the
     same features, both find the same model.  Dense features are made a
     chunk of rows at a time, held when they fit 256 MB in float64; beyond,
-    the first rows that fit 384 MB are held rounded to float32 and the
+    the first rows that fit 448 MB are held rounded to float32 and the
     others made again at each pass over the rows; binning's CSR features
     stay sparse (never copied nor densified).  Unlike :class:`RidgeClassifier` it gives probabilities
     (``predict_proba``) without a calibration step.
@@ -68,13 +68,14 @@ class LogisticRegression(ClassifierMixin, FeaturesParamMixin, ValidatedParamsMix
         ``"newton-cholesky"``: Newton's method, the Hessian Zᵀ diag(s) Z
         (the full (K·P)² matrix for K coefficient rows of P =
         n_features_out + 1 entries: memory 8·(K·P)² bytes) summed over a
-        systematic sample of the rows (all up to 16384, at least 4 per
+        systematic sample of the rows (all up to 8192, at least 4 per
         parameter; held once, float32 tiles for two classes) and factored;
         about one pass over the rows per iteration.
         ``"newton-cg"``: Newton's method whose step is solved by conjugate
-        gradients with Hessian-vector products on the same kind of held
-        sample, preconditioned by one P × P weighted Gram shared by the
-        classes (memory 8·P² bytes whatever K); one pass per iteration.
+        gradients with Hessian-vector products on a held sample of the
+        same kind (all rows up to 16384), preconditioned by one P × P
+        weighted Gram shared by the classes (memory 8·P² bytes whatever
+        K); one pass per iteration.
         ``"lbfgs"``: scipy's L-BFGS-B, one pass over the rows per evaluation
         of the loss and its gradient (often a hundred), no matrix.
         ``"auto"``: for two classes ``"newton-cholesky"`` when its Hessian

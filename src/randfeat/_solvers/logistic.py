@@ -81,15 +81,19 @@ NEWTON_MEMORY_BYTES = 256 * 2**20
 MATERIALISE_BYTES = 256 * 2**20
 
 #: ... for as many rows as fit this many bytes, the other rows' features made again at every pass.
-HELD_FLOAT32_BYTES = 384 * 2**20
+HELD_FLOAT32_BYTES = 448 * 2**20
 
 #: Bytes of the temporary copies a pass makes (weighted rows for the Hessian, features being held): 16 MiB.
 WORK_BYTES = 16 * 2**20
 
 #: Rows the Newton Hessian is summed over at least (all of them below; a systematic sample of every
 #: stride-th row above): it only steers the step (sub-sampled Newton; the gradient is always exact).
-HESSIAN_ROWS = 16384
+HESSIAN_ROWS = 8192
 HESSIAN_ROWS_PER_PARAMETER = 4
+
+#: newton-cg's sample: a sparser one costs it more Newton steps (each a pass) than it saves (measured: 10
+#: classes, P = 2001: 8 steps with 16384 rows, 33 with 8192).
+CG_HESSIAN_ROWS = 16384
 
 #: The Hessians' row sample is held in float64 up to this size, in float32 beyond.
 SAMPLE_FLOAT64_BYTES = 64 * 2**20
@@ -318,7 +322,7 @@ class LogisticLoss:
         self.stride = max(1, rows.n_rows // max(HESSIAN_ROWS, HESSIAN_ROWS_PER_PARAMETER * self.K * self.P))
         #: Newton-CG's Hessian products read every cg_stride-th row (held once): its P × P preconditioner
         #: wants a few rows per feature, not per parameter.
-        self.cg_stride = max(1, rows.n_rows // max(HESSIAN_ROWS, HESSIAN_ROWS_PER_PARAMETER * self.P))
+        self.cg_stride = max(1, rows.n_rows // max(CG_HESSIAN_ROWS, HESSIAN_ROWS_PER_PARAMETER * self.P))
         self._samples = {}  # stride -> (row numbers, their features): the samples the Hessians are summed over
         self._last = None  # (θ's bytes, f) of the last evaluation: ``objective`` reads it without a pass
         self.passes = 0
