@@ -15,7 +15,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from randfeat import LogisticRegression, RandomBinningFeatures, RandomFourierFeatures
 
-SOLVERS = ["newton-cholesky", "lbfgs"]
+SOLVERS = ["newton-cholesky", "lbfgs", "newton-cg"]
 
 
 def data(kind):
@@ -174,19 +174,43 @@ def test_streamed_features_equal_held(monkeypatch):
 
     X, y = data("ten")
     held = rf_fit(X, y, 1.0, "newton-cholesky", rff(), chunk_size=128)
-    monkeypatch.setattr(logistic_mod, "MATERIALISE_BYTES", 0)  # made again at every pass
+    monkeypatch.setattr(logistic_mod, "MATERIALISE_BYTES", 0)
+    monkeypatch.setattr(logistic_mod, "HELD_FLOAT32_BYTES", 0)  # made again at every pass
     streamed = rf_fit(X, y, 1.0, "newton-cholesky", rff(), chunk_size=128)
     np.testing.assert_array_equal(held.coef_, streamed.coef_)
 
 
 @pytest.mark.parametrize("kind", ["binary", "ten"])
-def test_sampled_hessian_reaches_the_same_optimum(kind, monkeypatch):
+@pytest.mark.parametrize("solver", SOLVERS)
+def test_features_partly_held_in_float32(kind, solver, monkeypatch):
+    """Beyond MATERIALISE_BYTES the first rows are held rounded to float32, the rest made again per pass."""
+    import randfeat._solvers.logistic as logistic_mod
+
+    X, y = data(kind)
+    monkeypatch.setattr(logistic_mod, "MATERIALISE_BYTES", 0)
+    monkeypatch.setattr(logistic_mod, "HELD_FLOAT32_BYTES", 250 * 101 * 4)  # 250 of the 600 rows
+    est = rf_fit(X, y, 1.0, solver, rff(), chunk_size=128)
+    Z = est.features_.transform(X)
+    Z32 = Z.copy()
+    Z32[:250] = Z32[:250].astype(np.float32)  # what the solver read
+    ref = sk_fit(Z32, y, 1.0)
+    ours = objective(est.coef_, est.intercept_, 1.0, Z32, y, est.classes_)
+    theirs = objective(ref.coef_, ref.intercept_, 1.0, Z32, y, ref.classes_)
+    assert abs(ours - theirs) <= 1e-6 * theirs
+    np.testing.assert_allclose(est.predict_proba(X), ref.predict_proba(Z), atol=1e-4)
+
+
+@pytest.mark.parametrize("kind", ["binary", "ten"])
+@pytest.mark.parametrize("solver", ["newton-cholesky", "newton-cg"])
+def test_sampled_hessian_reaches_the_same_optimum(kind, solver, monkeypatch):
     import randfeat._solvers.logistic as logistic_mod
 
     X, y = data(kind)
     monkeypatch.setattr(logistic_mod, "HESSIAN_ROWS", 100)
+    monkeypatch.setattr(logistic_mod, "CG_HESSIAN_ROWS", 100)
     monkeypatch.setattr(logistic_mod, "HESSIAN_ROWS_PER_PARAMETER", 1)  # the Hessian over every 6th or 2nd row
-    est = rf_fit(X, y, 1.0, "newton-cholesky", rff(20))
+    monkeypatch.setattr(logistic_mod, "SAMPLE_FLOAT64_BYTES", 0)  # the sample held in float32
+    est = rf_fit(X, y, 1.0, solver, rff(20))
     Z = est.features_.transform(X)
     ref = sk_fit(Z, y, 1.0)
     ours = objective(est.coef_, est.intercept_, 1.0, Z, y, est.classes_)
@@ -195,16 +219,43 @@ def test_sampled_hessian_reaches_the_same_optimum(kind, monkeypatch):
     np.testing.assert_allclose(est.predict_proba(X), ref.predict_proba(Z), atol=1e-4)
 
 
+@pytest.mark.parametrize("kind", ["binary", "ten"])
+def test_newton_cg_diagonal_preconditioner(kind, monkeypatch):
+    """When the P × P Gram does not fit, newton-cg preconditions by its diagonal: the same optimum."""
+    import randfeat._solvers.logistic_cg as cg_mod
+
+    X, y = data(kind)
+    monkeypatch.setattr(cg_mod, "PRECONDITIONER_BYTES", 0)
+    est = rf_fit(X, y, 1.0, "newton-cg", rff())
+    Z = est.features_.transform(X)
+    ref = sk_fit(Z, y, 1.0)
+    ours = objective(est.coef_, est.intercept_, 1.0, Z, y, est.classes_)
+    theirs = objective(ref.coef_, ref.intercept_, 1.0, Z, y, ref.classes_)
+    assert abs(ours - theirs) <= 1e-6 * theirs
+
+
+def test_binning_csr_is_not_copied():
+    """The intercept is added by the loss (bare rows): the solver reads the map's CSR itself."""
+    from randfeat._solvers.logistic import DesignRows
+    from randfeat._solvers.pipeline import FeatureSource
+
+    X, _ = data("binary")
+    source = FeatureSource.fit(RandomBinningFeatures(10, gamma=0.1, random_state=0), X)
+    rows = DesignRows(source, True, None)
+    assert rows.held is source.Z and rows.bare and rows.width == source.n_features + 1
+
+
 # ------------------------------------------------------------ solver choice, convergence
-def test_auto_picks_newton_when_the_hessian_fits(monkeypatch):
+def test_auto_picks_by_classes_and_memory(monkeypatch):
     import randfeat._solvers.logistic as logistic_mod
 
     X, y = data("ten")
-    assert LogisticRegression(features=rff()).fit(X, y).solver_ == "newton-cholesky"
-    monkeypatch.setattr(logistic_mod, "NEWTON_MEMORY_BYTES", 8 * 1000**2)  # 10 × 101 parameters do not fit
-    assert LogisticRegression(features=rff()).fit(X, y).solver_ == "lbfgs"
     Xb, yb = data("binary")
+    assert LogisticRegression(features=rff()).fit(X, y).solver_ == "newton-cg"
     assert LogisticRegression(features=rff()).fit(Xb, yb).solver_ == "newton-cholesky"
+    monkeypatch.setattr(logistic_mod, "NEWTON_MEMORY_BYTES", 8 * 100**2)  # 101 × 101 does not fit
+    assert LogisticRegression(features=rff()).fit(X, y).solver_ == "lbfgs"
+    assert LogisticRegression(features=rff()).fit(Xb, yb).solver_ == "lbfgs"
 
 
 @pytest.mark.parametrize("solver", SOLVERS)

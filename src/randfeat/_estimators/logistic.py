@@ -43,9 +43,10 @@ class LogisticRegression(ClassifierMixin, FeaturesParamMixin, ValidatedParamsMix
     (one row of coefficients) and the multinomial (softmax) loss for more
     (one row per class), exactly scikit-learn's objective: fitted on the
     same features, both find the same model.  Dense features are made a
-    chunk of rows at a time, held when they fit 256 MB in float64 and made
-    again at each pass over the rows otherwise; binning's CSR features stay
-    sparse.  Unlike :class:`RidgeClassifier` it gives probabilities
+    chunk of rows at a time, held when they fit 256 MB in float64; beyond,
+    the first rows that fit 448 MB are held rounded to float32 and the
+    others made again at each pass over the rows; binning's CSR features
+    stay sparse (never copied nor densified).  Unlike :class:`RidgeClassifier` it gives probabilities
     (``predict_proba``) without a calibration step.
 
     Parameters
@@ -63,20 +64,27 @@ class LogisticRegression(ClassifierMixin, FeaturesParamMixin, ValidatedParamsMix
         As scikit-learn's: ``{class_label: weight}`` multiplies the sample
         weights of each class's rows (every key must be a class of y);
         ``"balanced"`` weighs a class by n_samples / (n_classes · its count).
-    solver : {"auto", "newton-cholesky", "lbfgs"}, default="auto"
+    solver : {"auto", "newton-cholesky", "newton-cg", "lbfgs"}, default="auto"
         ``"newton-cholesky"``: Newton's method, the Hessian Zᵀ diag(s) Z
-        summed chunk by chunk from the features and factored (few passes
-        over the rows; memory 8·(K·P)² bytes for K coefficient rows of
-        P = n_features_out + 1 entries: the full multinomial Hessian for
-        several classes; it only steers the step, so it is summed in
-        float32 for two classes and over a systematic sample of 16384 rows
-        or more for large N, and kept while it makes fast progress: the
-        gradient and the stopping test read every row in float64).
-        ``"lbfgs"``: scipy's L-BFGS-B, one pass over
-        the rows per evaluation of the loss and its gradient, no Hessian.
-        ``"auto"``: Newton when its Hessian takes at most 256 MB (K·P <=
-        5792: binary with up to ~5800 features, 10 classes with up to
-        ~580), L-BFGS otherwise.  The solver used is in ``solver_``.
+        (the full (K·P)² matrix for K coefficient rows of P =
+        n_features_out + 1 entries: memory 8·(K·P)² bytes) summed over a
+        systematic sample of the rows (all up to 8192, at least 4 per
+        parameter; held once, float32 tiles for two classes) and factored;
+        about one pass over the rows per iteration.
+        ``"newton-cg"``: Newton's method whose step is solved by conjugate
+        gradients with Hessian-vector products on a held sample of the
+        same kind (all rows up to 16384), preconditioned by one P × P
+        weighted Gram shared by the classes (memory 8·P² bytes whatever
+        K); one pass per iteration.
+        ``"lbfgs"``: scipy's L-BFGS-B, one pass over the rows per evaluation
+        of the loss and its gradient (often a hundred), no matrix.
+        ``"auto"``: for two classes ``"newton-cholesky"`` when its Hessian
+        takes at most 256 MB (P <= 5792); for more classes ``"newton-cg"``
+        when its P × P preconditioner does (the full multinomial Hessian
+        would cost K³ times as much to sum); ``"lbfgs"`` otherwise.  The
+        loss, gradient and stopping test always read every row in float64:
+        every solver reaches the same optimum.  The solver used is in
+        ``solver_``.
     max_iter : int, default=100
         Iteration limit of the solver (Newton steps or L-BFGS iterations).
     tol : float, default=1e-4
@@ -104,7 +112,7 @@ class LogisticRegression(ClassifierMixin, FeaturesParamMixin, ValidatedParamsMix
     n_iter_ : ndarray of shape (1,)
         Iterations of the solver (as scikit-learn).
     solver_ : str
-        The solver used ("newton-cholesky" or "lbfgs").
+        The solver used ("newton-cholesky", "newton-cg" or "lbfgs").
     objective_ : float
         C · Σ w·loss + ½‖coef‖² at the solution.
     features_ : feature map

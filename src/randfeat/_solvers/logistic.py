@@ -12,32 +12,39 @@ scikit-learn it is minimised divided by C·S (S = Σ w): the mean loss plus
 gradient of that scaled objective).
 
 Where the rows come from (``DesignRows``): the features of a
-``pipeline.FeatureSource`` with a column of ones appended for the
-intercept, in float64, a chunk of rows at a time (``pipeline.row_chunks``).
-They are made once and held when they fit ``MATERIALISE_BYTES`` (or when the
-source holds them anyway: binning's CSR stays CSR), else made again from X
-at every pass (a pass is one evaluation of the loss and its gradient, and,
-for Newton, of the Hessian too).
+``pipeline.FeatureSource``, bare (the loss adds the intercept itself, so
+binning's CSR is read as it is, never copied nor densified), in float64, a
+chunk of rows at a time.  They are made once and held when they fit
+``MATERIALISE_BYTES`` in float64; beyond, the first rows that fit
+``HELD_FLOAT32_BYTES`` are held rounded to float32 (widened back a small
+block at a time) and the others are made again from X at every pass (a
+pass is one evaluation of the loss and its gradient over every row).
 
 Solvers:
 
-* ``"newton-cholesky"``: the Hessian Zᵀ diag(s) Z (+ the penalty) is summed
-  chunk by chunk in the pass that computes the gradient, as fixed tiles
-  (``gram._tiled_gram_add``: the same bits for any thread count), factored
-  by Cholesky; Armijo step halving; it stops on scikit-learn's criterion
-  (max |gradient| <= tol and half the Newton decrement squared <= tol).
-  The Hessian only steers the step (the gradient, the loss and the
+* ``"newton-cholesky"``: the Hessian Zᵀ diag(s) Z (+ the penalty) as fixed
+  tiles (``gram._tiled_gram_add``: the same bits for any thread count),
+  factored by Cholesky; Armijo step halving; it stops on scikit-learn's
+  criterion (max |gradient| <= tol and half the Newton decrement squared
+  <= tol).  The Hessian only steers the step (the gradient, the loss and the
   stopping test are exact float64 sums over every row), so it is made
-  cheaply: binary in float32 tiles, summed over every stride-th row when
-  N > ``HESSIAN_ROWS`` (and 4 rows per parameter; sub-sampled Newton), and kept with its factor
-  while the steps it gives shrink the gradient fast (``KEEP_HESSIAN``).
-  Multinomial: the full (K·P)² Hessian, blockdiag(Zᵀ diag(w p_k) Z) − QᵀQ
-  with Q's rows √w_i (p_i ⊗ z_i) (both Gram matrices of tiles), with the
-  intercepts' common shift (a null direction) removed.
+  cheaply: summed over every stride-th row when N > ``HESSIAN_ROWS`` (and 4
+  rows per parameter; sub-sampled Newton), those rows held once
+  (``LogisticLoss.sampled_hessian``: a new Hessian costs no pass over every
+  row), binary in float32 tiles, and kept with its factor while the steps
+  it gives shrink the gradient fast (``KEEP_HESSIAN``).  Multinomial: the
+  full (K·P)² Hessian, blockdiag(Zᵀ diag(w p_k) Z) − QᵀQ with Q's rows
+  √w_i (p_i ⊗ z_i) (both Gram matrices of tiles), with the intercepts'
+  common shift (a null direction) removed.
+* ``"newton-cg"`` (``logistic_cg``): the Newton step by preconditioned CG,
+  Hessian-vector products on a held row sample, one P × P Gram
+  preconditioner shared by the classes: for several classes, whose full
+  Hessian is too large or too dear.
 * ``"lbfgs"``: ``scipy.optimize.minimize(method="L-BFGS-B")`` with
   scikit-learn's options; the loss and its gradient in one pass per evaluation.
-* ``"auto"``: Newton when its Hessian (8·(K·P)² bytes) fits
-  ``NEWTON_MEMORY_BYTES``, else L-BFGS.
+* ``"auto"`` (``choose_logistic_solver``): newton-cholesky for two classes
+  when its Hessian (8·P² bytes) fits ``NEWTON_MEMORY_BYTES``, newton-cg for
+  more classes when its P × P Gram does, else L-BFGS.
 
 All the arithmetic is float64 (the features of float32 data are widened
 chunk by chunk); the loss uses log(1 + eˣ) and log-sum-exp in their stable
@@ -55,30 +62,41 @@ import numpy as np
 import scipy.linalg
 import scipy.optimize
 import scipy.sparse as sp
-from scipy.special import expit
+from scipy.special import expit, softmax
 from sklearn.exceptions import ConvergenceWarning
 
 from .._core.memory_budget import check_memory
 from .._core.threads import effective_n_threads, single_threaded_blas
 from .._linalg.products import row_products
 from .gram import _tiled_gram_add
+from .logistic_cg import SampledCurvature, newton_cg
 from .pipeline import FeatureSource, row_chunks
 
-LOGISTIC_SOLVERS = ("auto", "lbfgs", "newton-cholesky")
+LOGISTIC_SOLVERS = ("auto", "lbfgs", "newton-cholesky", "newton-cg")
 
 #: Largest Hessian (float64 bytes) for which ``solver="auto"`` picks Newton: (K·P)² <= 2^25, K·P <= 5792.
 NEWTON_MEMORY_BYTES = 256 * 2**20
 
-#: Largest float64 design (N × P bytes) held between passes; beyond it dense features are made again per pass.
+#: Largest float64 design (N × P bytes) held between passes; beyond it dense features are held in float32 ...
 MATERIALISE_BYTES = 256 * 2**20
+
+#: ... for as many rows as fit this many bytes, the other rows' features made again at every pass.
+HELD_FLOAT32_BYTES = 448 * 2**20
 
 #: Bytes of the temporary copies a pass makes (weighted rows for the Hessian, features being held): 16 MiB.
 WORK_BYTES = 16 * 2**20
 
 #: Rows the Newton Hessian is summed over at least (all of them below; a systematic sample of every
 #: stride-th row above): it only steers the step (sub-sampled Newton; the gradient is always exact).
-HESSIAN_ROWS = 16384
+HESSIAN_ROWS = 8192
 HESSIAN_ROWS_PER_PARAMETER = 4
+
+#: newton-cg's sample: a sparser one costs it more Newton steps (each a pass) than it saves (measured: 10
+#: classes, P = 2001: 8 steps with 16384 rows, 33 with 8192).
+CG_HESSIAN_ROWS = 16384
+
+#: The Hessians' row sample is held in float64 up to this size, in float32 beyond.
+SAMPLE_FLOAT64_BYTES = 64 * 2**20
 
 #: Armijo's sufficient-decrease constant and the most step halvings of Newton's line search.
 ARMIJO = 2.0**-11
@@ -135,11 +153,14 @@ class LogisticResult(NamedTuple):
 
 # ------------------------------------------------------------------ the rows
 class DesignRows:
-    """The rows [z_i, 1] (the 1 only with an intercept) in float64, a chunk at a time.
+    """The rows [z_i, 1] (the 1 only with an intercept), a chunk at a time, as float64 blocks.
 
-    Dense features are given bare (``bare``: without the column of ones,
-    the loss adds the intercept itself: no copy of every chunk); binning's
-    CSR carries the column.
+    Features are given bare (``bare``: without the column of ones, the loss
+    adds the intercept itself: no copy of the rows; binning's CSR is used as
+    it is).  Dense features are held in float64 when they fit
+    ``MATERIALISE_BYTES``; else the first rows that fit ``HELD_FLOAT32_BYTES``
+    are held rounded to float32 (widened to float64 a small block at a time
+    when read) and the rest are made again from X at every pass.
 
     Parameters
     ----------
@@ -153,45 +174,86 @@ class DesignRows:
         self.n_features = source.n_features
         self.width = self.n_features + int(fit_intercept)
         self.n_rows = source.n_rows
-        self.held = None
-        self.bare = fit_intercept and not source.sparse
-        if source.sparse:  # binning: CSR stays CSR, one block
-            Z = source.Z.astype(np.float64)
-            if fit_intercept:
-                Z = sp.hstack([Z, np.ones((self.n_rows, 1))], format="csr")
-            self.held, self.bounds = Z, [(0, self.n_rows)]
+        self.held, self.held32, self.n_held32 = None, None, 0
+        self.bare = fit_intercept
+        self.chunk_size = chunk_size
+        if source.sparse:  # binning: CSR stays CSR (no copy when it is float64 already), one block
+            self.held, self.bounds = source.Z.astype(np.float64, copy=False).tocsr(copy=False), [(0, self.n_rows)]
             return
+        D = max(1, self.n_features)
         self.bounds = list(row_chunks(self.n_rows, self.n_features, 8, chunk_size))
-        if self.n_rows * self.n_features * 8 <= MATERIALISE_BYTES:
+        step = chunk_size or max(64, WORK_BYTES // (8 * D))  # made in small chunks, then held
+        if self.n_rows * D * 8 <= MATERIALISE_BYTES:
             self.held = np.empty((self.n_rows, self.n_features))
-            step = chunk_size or max(64, WORK_BYTES // (8 * self.n_features))  # made in small chunks, then held
             for s, e, Zb, _ in self.source.dense_blocks(step):
                 self.held[s:e] = Zb
+            return
+        self.n_held32 = min(self.n_rows, HELD_FLOAT32_BYTES // (4 * D))
+        if self.n_held32:
+            self.held32 = np.empty((self.n_held32, self.n_features), dtype=np.float32)
+            for s, e, Zb, _ in self.source.rows(slice(0, self.n_held32)).dense_blocks(step):
+                self.held32[s:e] = Zb
 
     @property
     def materialised(self):
-        """True when the rows are held between passes (not made again from X)."""
-        return self.held is not None
+        """True when all the rows are held between passes (not made again from X)."""
+        return self.held is not None or self.n_held32 == self.n_rows
+
+    def describe(self):
+        """How the rows are kept, for the verbose log."""
+        if self.held is not None:
+            return "held (sparse)" if sp.issparse(self.held) else "held (float64)"
+        if self.n_held32:
+            return f"{self.n_held32} of {self.n_rows} rows held in float32, the rest made again at every pass"
+        return "made again at every pass"
 
     def augmented(self, Zb):
-        """[Zb, 1] for bare dense rows (a copy), else Zb itself."""
+        """[Zb, 1] for bare rows (a copy), else Zb itself."""
         if not self.bare:
             return Zb
-        out = np.empty((Zb.shape[0], self.width))
+        if sp.issparse(Zb):
+            return sp.hstack([Zb, np.ones((Zb.shape[0], 1))], format="csr")
+        out = np.empty((Zb.shape[0], self.width), dtype=Zb.dtype)
         out[:, :self.n_features] = Zb
         out[:, -1] = 1.0
         return out
 
     def blocks(self):
-        """Yield (start, stop, rows): float64, dense (n × D, or n × P when not ``bare``) or CSR (one block)."""
-        if self.held is None:
-            for s, e, Zb, _ in self.source.dense_blocks(self.bounds[0][1] if self.bounds else None):
-                yield s, e, np.asarray(Zb, dtype=np.float64)
-        elif sp.issparse(self.held):
-            yield 0, self.n_rows, self.held
-        else:
-            for s, e in self.bounds:
-                yield s, e, self.held[s:e]
+        """Yield (start, stop, rows): bare float64 rows, dense n × D (valid until the next block) or CSR (one block)."""
+        if self.held is not None:
+            if sp.issparse(self.held):
+                yield 0, self.n_rows, self.held
+            else:
+                for s, e in self.bounds:
+                    yield s, e, self.held[s:e]
+            return
+        if self.n_held32:
+            step = self.chunk_size or max(64, WORK_BYTES // (8 * max(1, self.n_features)))
+            buffer = np.empty((min(step, self.n_held32), self.n_features))
+            for s in range(0, self.n_held32, step):
+                e = min(s + step, self.n_held32)
+                out = buffer[:e - s]
+                out[...] = self.held32[s:e]
+                yield s, e, out
+        if self.n_held32 < self.n_rows:
+            rest = self.source.rows(slice(self.n_held32, None)) if self.n_held32 else self.source
+            # Chunks of WORK_BYTES beside the held rows (the default 64 MiB when nothing is held).
+            step = self.chunk_size or (max(64, WORK_BYTES // (8 * max(1, self.n_features))) if self.n_held32 else None)
+            for s, e, Zb, _ in rest.dense_blocks(step):
+                yield s + self.n_held32, e + self.n_held32, np.asarray(Zb, dtype=np.float64)
+
+    def sample(self, index, dtype):
+        """The bare rows ``index`` (sorted row numbers) as one matrix: dense of ``dtype``, or CSR float64."""
+        if self.held is not None:
+            return self.held[index] if sp.issparse(self.held) else self.held[index].astype(dtype)
+        out = np.empty((len(index), self.n_features), dtype=dtype)
+        cut = int(np.searchsorted(index, self.n_held32))
+        if cut:
+            out[:cut] = self.held32[index[:cut]]
+        step = max(64, WORK_BYTES // (8 * max(1, self.n_features)))
+        for s in range(cut, len(index), step):  # made WORK_BYTES at a time: no float64 copy of the whole sample
+            out[s:s + step] = self.source.rows(index[s:s + step]).materialised()
+        return out
 
 
 # ------------------------------------------------------------------ the loss
@@ -258,6 +320,11 @@ class LogisticLoss:
         #: The Hessian is summed over every stride-th row (scaled by stride): all rows up to
         #: ``HESSIAN_ROWS`` (or 4 per parameter), a systematic sample beyond.  The gradient always reads every row.
         self.stride = max(1, rows.n_rows // max(HESSIAN_ROWS, HESSIAN_ROWS_PER_PARAMETER * self.K * self.P))
+        #: Newton-CG's Hessian products read every cg_stride-th row (held once): its P × P preconditioner
+        #: wants a few rows per feature, not per parameter.
+        self.cg_stride = max(1, rows.n_rows // max(CG_HESSIAN_ROWS, HESSIAN_ROWS_PER_PARAMETER * self.P))
+        self._samples = {}  # stride -> (row numbers, their features): the samples the Hessians are summed over
+        self._last = None  # (θ's bytes, f) of the last evaluation: ``objective`` reads it without a pass
         self.passes = 0
 
     def _sampled(self, start):
@@ -325,6 +392,7 @@ class LogisticLoss:
         self.passes += 1
         mask = self.penalty_mask()
         f += 0.5 * self.l2 * float(np.sum((Theta * mask) ** 2))
+        self._last = (np.asarray(theta, dtype=np.float64).tobytes(), f)
         G += self.l2 * Theta * mask
         if hessian:
             if Q is not None:
@@ -345,6 +413,67 @@ class LogisticLoss:
             Zs = Zt[s:s + step]
             parts = [_scaled(Zs, root[s:s + step] * Pr[s:s + step, k]) for k in range(K)]
             _gram_add(sp.hstack(parts, format="csr") if sp.issparse(Zs) else np.hstack(parts), Q, self.n_threads)
+
+    def objective(self, theta):
+        """The scaled objective at θ: the last evaluation's when it was at this θ (bit for bit), else a pass."""
+        if self._last is not None and self._last[0] == np.asarray(theta, dtype=np.float64).tobytes():
+            return self._last[1]
+        return self.evaluate(theta)[0]
+
+    def _sample_rows(self, stride):
+        """(index, bare features) of every ``stride``-th row, gathered at the first call and held.
+
+        In float64 when it takes at most ``SAMPLE_FLOAT64_BYTES`` or all the
+        rows are held in float64 (or CSR), else in float32: it only steers the step.
+        """
+        if stride not in self._samples:
+            index = np.arange(0, self.rows.n_rows, stride)
+            small = len(index) * self.D * 8 <= SAMPLE_FLOAT64_BYTES
+            dtype = np.float64 if small or self.rows.held is not None else np.float32
+            self._samples[stride] = (index, self.rows.sample(index, dtype))
+        return self._samples[stride]
+
+    def sampled_hessian(self, theta):
+        """The Hessian ``evaluate(θ, hessian=True)`` sums (every ``stride``-th row), from the held sample: no pass.
+
+        ``newton_cholesky`` uses it, when the loss has it, to refresh its
+        Hessian at a point whose loss and gradient it already has.
+        """
+        index, Zs = self._sample_rows(self.stride)
+        K, P, D = self.K, self.P, self.D
+        Theta = theta.reshape(K, P)
+        bare = self.rows.bare
+        H = np.zeros((K * P, K * P))
+        w = self.stride * self.weights[index]
+        with single_threaded_blas():
+            F = np.asarray(_times(Zs, Theta[:, :D].T if bare else Theta.T, self.n_threads), dtype=np.float64)
+            if bare:
+                F += Theta[:, D]
+            if K == 1:
+                p = expit(F[:, 0])
+                v = np.sqrt(w * p * (1.0 - p))
+                _weighted_gram_add(Zs, v, H[:D, :D], self.n_threads, self.hessian_dtype)
+                if bare:
+                    H[D, :D] += np.asarray(Zs.T @ (v * v).astype(Zs.dtype), dtype=np.float64).ravel()
+                    H[D, D] += float(np.sum(v * v))
+            else:
+                Q = np.zeros((K * P, K * P))
+                Pr = softmax(F, axis=1)
+                self._multinomial_hessian(self.rows.augmented(Zs), w, Pr, H, Q)
+                H -= Q
+        H = np.tril(H) + np.tril(H, -1).T
+        H[np.diag_indices_from(H)] += self.l2 * self.penalty_mask().ravel()
+        return H
+
+    def sampled_curvature(self, theta, previous=None):
+        """The Hessian at θ over every ``cg_stride``-th row (held), as ``newton_cg`` reads it (``SampledCurvature``).
+
+        ``previous`` (a ``SampledCurvature`` or None) lends its preconditioner.
+        """
+        index, Zs = self._sample_rows(self.cg_stride)
+        ws = self.weights[index]
+        return SampledCurvature(Zs, ws / ws.sum(), theta, self.K, self.D, self.rows.bare,
+                                self.l2 * self.penalty_mask(), self.n_threads, previous)
 
     def null_direction(self):
         """The unit direction θ's objective does not change along (multinomial intercepts shifted together), or None."""
@@ -393,7 +522,7 @@ class _Factor:
             return 0.5 * float(d @ (self.H @ d))
 
 
-def newton_cholesky(loss, theta, max_iter, tol, log=None):
+def newton_cholesky(loss, theta, max_iter, tol, log=None, sampled_hessian=None):
     """Newton's method with step halving and a lazily refreshed Hessian; return (θ, iterations, converged, fell back).
 
     Stops when max |gradient| <= tol and ½·dᵀHd <= tol (scikit-learn's
@@ -403,12 +532,23 @@ def newton_cholesky(loss, theta, max_iter, tol, log=None):
     ``KEEP_HESSIAN`` times; otherwise it is summed again at the new point.
     If the step cannot decrease the objective even at rounding level,
     L-BFGS finishes from there with the iterations left.
+
+    ``sampled_hessian``: a callable θ -> the Hessian at θ without a pass over
+    every row (``LogisticLoss.sampled_hessian``, from its held row sample);
+    None: each Hessian is summed by ``loss.evaluate(θ, hessian=True)`` in a
+    pass (then the trial point after a fresh Hessian sums one too).
     """
     null = loss.null_direction()
+    sampled = sampled_hessian
 
-    def hessian_at(theta):
+    def hessian_at(theta, f=None, g=None):
         while True:
-            f, g, H = loss.evaluate(theta, hessian=True)
+            if sampled is None:
+                f, g, H = loss.evaluate(theta, hessian=True)
+            else:
+                if f is None:
+                    f, g, _ = loss.evaluate(theta)
+                H = sampled(theta)
             try:
                 return f, g, _Factor(H, null, strict=loss.hessian_dtype == np.float32)
             except np.linalg.LinAlgError:  # float32 products lost definiteness: sum it again in float64
@@ -420,7 +560,7 @@ def newton_cholesky(loss, theta, max_iter, tol, log=None):
     fresh = True
     # After a step that called for a new Hessian, the next trial point's pass sums one too: when that
     # step is taken with too little progress, its Hessian is then at hand without a pass of its own.
-    expect_new = True
+    expect_new = sampled is None
     eps = np.finfo(np.float64).eps
     it = 0
     while it < max_iter:
@@ -440,8 +580,8 @@ def newton_cholesky(loss, theta, max_iter, tol, log=None):
                     break
                 t, Ht = t / 2, None
         if not accepted and not fresh:  # a stale Hessian: sum it again here and retry this step
-            f, g, factor = hessian_at(theta)
-            fresh = expect_new = True
+            f, g, factor = hessian_at(theta, f, g)
+            fresh, expect_new = True, sampled is None
             it -= 1
             continue
         if not accepted:
@@ -464,7 +604,7 @@ def newton_cholesky(loss, theta, max_iter, tol, log=None):
         if t == 1.0 and shrink <= KEEP_HESSIAN:
             fresh = expect_new = False
             continue
-        fresh = expect_new = True
+        fresh, expect_new = True, sampled is None
         factor = None
         if Ht is not None:
             try:
@@ -472,7 +612,7 @@ def newton_cholesky(loss, theta, max_iter, tol, log=None):
             except np.linalg.LinAlgError:
                 loss.hessian_dtype = np.float64
         if factor is None:
-            f, g, factor = hessian_at(theta)
+            f, g, factor = hessian_at(theta, f, g)
     return theta, max_iter, False, False
 
 
@@ -505,11 +645,25 @@ def _lbfgs_message(n_iter, res, max_iter):
             f"the data.")
 
 
-def choose_logistic_solver(solver, n_params):
-    """Resolve ``solver="auto"``: Newton when its (n_params)² float64 Hessian fits ``NEWTON_MEMORY_BYTES``."""
+def choose_logistic_solver(solver, n_params, n_classes=1, n_columns=None):
+    """Resolve ``solver="auto"`` by the cost of a Newton step and its memory.
+
+    ``"newton-cholesky"`` for one coefficient row (binary) when its
+    (n_params)² float64 Hessian fits ``NEWTON_MEMORY_BYTES``: its Hessian
+    costs as much as newton-cg's preconditioner and solves exactly.  For
+    several classes the full Hessian costs K³ times that Gram (K² entries,
+    each summed over K times more rows), so ``"newton-cg"``, whose P × P
+    Gram preconditioner is shared by the classes, whenever that Gram fits
+    the same budget.  ``"lbfgs"`` otherwise (no matrix held).
+    """
     if solver != "auto":
         return solver
-    return "newton-cholesky" if 8 * n_params**2 <= NEWTON_MEMORY_BYTES else "lbfgs"
+    n_columns = n_params if n_columns is None else n_columns
+    if n_classes == 1 and 8 * n_params**2 <= NEWTON_MEMORY_BYTES:
+        return "newton-cholesky"
+    if n_classes > 1 and 8 * n_columns**2 <= NEWTON_MEMORY_BYTES:
+        return "newton-cg"
+    return "lbfgs"
 
 
 def _initial(settings, K, D, fit_intercept):
@@ -553,24 +707,31 @@ def fit(settings, template, X, labels, n_classes, w):
     rows = DesignRows(source, settings.fit_intercept, settings.chunk_size)
     loss = LogisticLoss(rows, np.asarray(labels, dtype=np.intp), weights / total, n_classes,
                         1.0 / (settings.C * total), n_threads, log)
-    solver = choose_logistic_solver(settings.solver, loss.n_params)
+    solver = choose_logistic_solver(settings.solver, loss.n_params, loss.K, loss.P)
     if log is not None:
         log(f"{solver} on {N} rows x {rows.width} columns ({loss.K} coefficient row(s)), features "
-            f"{'held' if rows.materialised else 'made again at every pass'}, Hessian (Newton) over every "
-            f"{loss.stride}-th row, "
+            f"{rows.describe()}, Hessian ({solver}) over every "
+            f"{loss.cg_stride if solver == 'newton-cg' else loss.stride}-th row, "
             f"elapsed {time.perf_counter() - t0:.1f} s")
     theta = _initial(settings, loss.K, rows.n_features, settings.fit_intercept)
     if solver == "newton-cholesky":
         check_memory(8 * 3 * loss.n_params**2, f"the {loss.n_params} x {loss.n_params} Hessian of newton-cholesky",
                      "use solver='lbfgs', which holds no Hessian")
-        theta, n_iter, converged, fell_back = newton_cholesky(loss, theta, settings.max_iter, settings.tol, log)
+        theta, n_iter, converged, fell_back = newton_cholesky(loss, theta, settings.max_iter, settings.tol, log,
+                                                              loss.sampled_hessian)
         if not converged and not fell_back:
             warnings.warn(f"newton-cholesky did not converge within max_iter={settings.max_iter} iterations "
                           f"(tol={settings.tol:g}). Increase the number of iterations (max_iter) or use "
                           f"solver='lbfgs'.", ConvergenceWarning, stacklevel=3)
+    elif solver == "newton-cg":
+        theta, n_iter, converged, fell_back = newton_cg(loss, theta, settings.max_iter, settings.tol, log, lbfgs)
+        if not converged and not fell_back:
+            warnings.warn(f"newton-cg did not converge within max_iter={settings.max_iter} iterations "
+                          f"(tol={settings.tol:g}). Increase the number of iterations (max_iter) or use "
+                          f"solver='lbfgs'.", ConvergenceWarning, stacklevel=3)
     else:
         theta, n_iter, converged = lbfgs(loss, theta, settings.max_iter, settings.tol, log, warn=True)
-    f = loss.evaluate(theta)[0]
+    f = loss.objective(theta)
     Theta = theta.reshape(loss.K, rows.width)
     if not np.all(np.isfinite(Theta)):
         raise ValueError(f"{settings.owner}: the solution is not finite; rescale X (e.g. with StandardScaler).")
