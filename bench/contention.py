@@ -177,7 +177,9 @@ def main():
     partner = {v: k for k, v in SKLEARN_OF.items()}
     groups = [[n] + ([partner[n]] if partner.get(n) in chosen else []) for n in chosen if n not in SKLEARN_OF]
     groups += [[n] for n in chosen if n in SKLEARN_OF and SKLEARN_OF[n] not in chosen]
-    results, rows = {}, []
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    results, text = {}, ""
     for group in groups:
         # Interleave the conditions run by run, so a slow minute of the VM hits all of them.
         for r in range(runs):
@@ -185,30 +187,38 @@ def main():
                 for cond in CASES[name][1]:
                     results.setdefault(name, {}).setdefault(cond, []).append(_run(CASES[name][0], cond[1], cond[0]))
             progress(f"{' / '.join(group)}: run {r + 1}/{runs}")
-        for name in group:
-            times, reference = results[name], CASES[name][2]
-            ref = statistics.median(t[0] for t in times[reference])
-            for (n_busy, n_jobs), ts in sorted(times.items(), key=lambda kv: (kv[0][0], kv[0][1] or 0)):
-                walls = [t[0] for t in ts]
-                med, worst = statistics.median(walls), max(walls)
-                cpu = statistics.median(t[1] for t in ts)
-                load = statistics.median(t[2] for t in ts)
-                rows.append((name, n_busy, "default" if n_jobs is None else n_jobs, med, worst, cpu, load,
-                             med / ref, worst / ref, "idle 1-thread" if reference[1] == 1 else "idle default"))
+            # The table so far, after every run: a long bench cut short still leaves its results.
+            text = _table(results, runs)
+            (out / "contention.md").write_text(text + "\n")
+    print(text)
+
+
+def _table(results, runs):
+    """The markdown table of ``results`` (case -> condition -> [(wall, CPU, load)]) and its header."""
+    rows = []
+    for name, times in results.items():
+        reference = CASES[name][2]
+        if reference not in times:
+            continue
+        ref = statistics.median(t[0] for t in times[reference])
+        for (n_busy, n_jobs), ts in sorted(times.items(), key=lambda kv: (kv[0][0], kv[0][1] or 0)):
+            walls = [t[0] for t in ts]
+            med, worst = statistics.median(walls), max(walls)
+            cpu = statistics.median(t[1] for t in ts)
+            load = statistics.median(t[2] for t in ts)
+            rows.append((name, n_busy, "default" if n_jobs is None else n_jobs, med, worst, cpu, load,
+                         med / ref, worst / ref, "idle 1-thread" if reference[1] == 1 else "idle default"))
     lines = [("| call | busy processes | n_jobs | median (s) | worst (s) | CPU (s) | load | median / ref | "
               "worst / ref | ref |"),
              "|---|---:|---|---:|---:|---:|---:|---:|---:|---|"]
     lines += [f"| {n} | {b} | {j} | {m:.3f} | {w:.3f} | {c:.2f} | {ld:.1f} | {mr:.2f} | {wr:.2f} | {ref} |"
               for n, b, j, m, w, c, ld, mr, wr, ref in rows]
     lines += _ratio_lines(results)
-    header = (f"{runs} runs a condition, conditions interleaved; CPU = median CPU seconds of the call (all "
-              f"threads), load = median 1-minute load average at the start of the runs; {_cpu_line()}; "
+    done = min((len(ts) for times in results.values() for ts in times.values()), default=0)
+    header = (f"{done} of {runs} runs a condition, conditions interleaved; CPU = median CPU seconds of the call "
+              f"(all threads), load = median 1-minute load average at the start of the runs; {_cpu_line()}; "
               f"{machine_info()}")
-    text = "\n".join([header, "", *lines])
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "contention.md").write_text(text + "\n")
-    print(text)
+    return "\n".join([header, "", *lines])
 
 
 if __name__ == "__main__":
