@@ -10,10 +10,10 @@ import randfeat._solvers.precond as precond_mod
 import randfeat._core.threads as threads_mod
 from randfeat import RandomBinningFeatures, Ridge, RidgeClassifier
 from randfeat._linalg.csr import SparseProducts
-from randfeat._linalg.onehot import OneHotBlockProducts, aligned_empty, onehot_block_structure
+from randfeat._linalg.onehot import FasterSetting, OneHotBlockProducts, aligned_empty, onehot_block_structure
 from randfeat._linalg.products import make_products
 from randfeat._ext._onehot_fast import (bins_dtype, block_ranges, local_bins, local_rows, n_row_blocks, onehot_matmat, onehot_tmatmat, pad_rows,
-                                   padded_width, set_group_budgets, vector_isa)
+                                   padded_width, row_group_budgets, set_group_budgets, vector_isa)
 from randfeat._ext._sparse_fast import compact_columns, csr_gram_block
 from randfeat._solvers.precond import heavy_block_preconditioner, max_block_size
 from _subprocess_env import run_on_vector_path
@@ -263,6 +263,73 @@ def test_blocks_wider_than_uint16_keep_int32_bins(n_threads):
 def test_group_budgets_reject_zero():
     with pytest.raises(ValueError, match="group budgets"):
         set_group_budgets(0, 1, 1)
+
+
+@pytest.mark.kernel
+@pytest.mark.parametrize("K", [1, 3, 7])
+def test_any_group_bytes_gives_the_same_bits(K):
+    # The operator's budget choice (quiet or shared cache) must never change
+    # a product: every budget, down to one block a group, gives the same bits.
+    Z, _ = binning_Z(n=4100, P=9)
+    bins, start, value = onehot_block_structure(Z)
+    cols = Z.indices.reshape(Z.shape[0], -1)
+    B = np.random.default_rng(K).normal(size=(Z.shape[1], K))
+    outs = []
+    for group_bytes in (0, 1, 4096, 1 << 30):
+        out = np.empty((Z.shape[0], K))
+        onehot_matmat(bins, start, value, B, out, EMPTY, EMPTY, NO_SUMS, 2, cols, group_bytes)
+        outs.append(out)
+    np.testing.assert_allclose(outs[0], Z @ B, rtol=1e-13, atol=1e-13)
+    for out in outs[1:]:
+        np.testing.assert_array_equal(out, outs[0])
+    with pytest.raises(ValueError, match="group_bytes"):
+        onehot_matmat(bins, start, value, B, np.empty((Z.shape[0], K)), EMPTY, EMPTY, NO_SUMS, 1, cols, -1)
+
+
+def test_row_group_budgets_are_quiet_then_shared_and_capped():
+    quiet, shared = row_group_budgets()
+    assert quiet >= shared >= 1
+    previous = set_group_budgets(5, 1, 1)
+    try:
+        assert row_group_budgets() == (5, 5)
+    finally:
+        set_group_budgets(*previous)
+
+
+def test_faster_setting_keeps_the_cheaper_and_keeps_exploring():
+    chooser = FasterSetting(2, explore=4)
+    cost = {0: 2.0, 1: 1.0}
+    picks = []
+    for _ in range(40):
+        i = chooser.pick()
+        picks.append(i)
+        chooser.record(i, cost[i])
+    assert picks[:2] == [0, 1]  # each tried once
+    assert picks[2:].count(1) >= 2 * picks[2:].count(0) > 0  # mostly the cheaper, the other re-tried
+    # The costs swap (another process took the cache): the choice follows.
+    cost = {0: 0.5, 1: 3.0}
+    for _ in range(20):
+        i = chooser.pick()
+        chooser.record(i, cost[i])
+    assert chooser.pick() == 0
+
+
+def test_operator_products_do_not_depend_on_the_budget_choice():
+    # The row path with a P wider than the shared budget: the operator
+    # alternates budgets while it learns; every product has the same bits.
+    Z, _ = binning_Z(n=3000, P=12)
+    op = OneHotBlockProducts(Z, onehot_block_structure(Z), 2)
+    P = np.random.default_rng(0).normal(size=(Z.shape[1], 7))
+    previous = set_group_budgets(4096, 1 << 19, 1 << 21)
+    try:
+        assert op.shape[1] * 8 * 8 > row_group_budgets()[1]
+        first = op.matmat(P)
+        for _ in range(12):
+            np.testing.assert_array_equal(op.matmat(P), first)
+        assert op._row_budgets[7].calls == 13
+    finally:
+        set_group_budgets(*previous)
+    np.testing.assert_allclose(first, Z @ P, rtol=1e-13, atol=1e-13)
 
 
 @pytest.mark.kernel

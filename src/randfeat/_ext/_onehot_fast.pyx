@@ -98,15 +98,24 @@ cdef Py_ssize_t ROW_BLOCK = 2048
 # the N × K accumulator (Z @ B) or U (Zᵀ @ U) once per group.  Budgets
 # measured on a 522000 × 500000 matrix of 50 blocks (DESIGN.md, "One-hot
 # block products"); the grouping never changes a result, only its speed.
-#   Z @ B, row path (2 <= K <= 8): the group's slices, read from L3.
+#   Z @ B, row path (2 <= K <= 8): the group's slices, read from L3.  8 MB
+#   is best on a quiet machine; when other processes share the L3 (a busy
+#   machine) the 8 MB of slices no longer stay there, and groups of 3 MB
+#   (within reach of L2) took ~1.6x less CPU at 2, 4 and 7 targets (522000
+#   rows, load average ~20, same run).  ``row_group_budgets`` gives both;
+#   the operator (``_linalg/onehot.py``) keeps the faster (bench/contention.py).
 cdef Py_ssize_t ROWS_GROUP_BYTES = 8 << 20
+cdef Py_ssize_t ROWS_SHARED_GROUP_BYTES = 3 << 20
 #   Z @ B, block path (K = 1 or K > 8): the group's slices, within L2 (half
 #   of 1 MB): each row block reads a slice it will need again from L2, not L3
 #   (one target, 522000 rows × 50 grids: 18.0 → 15.7 ms on uniform bins,
 #   13.6 → 11.1 ms Forest-like; 26 targets on Letter-like data: a tie).
 cdef Py_ssize_t GATHER_GROUP_BYTES = 512 << 10
-#   Zᵀ @ U: one thread's accumulators (L2 and its share of L3).
-cdef Py_ssize_t SCATTER_GROUP_BYTES = 4 << 20
+#   Zᵀ @ U: one thread's accumulators, within L2 (2 MB: the quiet sweep was
+#   flat from 2 MB up; beside other processes 4 MB of accumulators spilled
+#   to DRAM: 7 targets, 300000 rows, a whole seven-class CG fit took 4.8 s
+#   of CPU instead of 5.2 s, with rows at 3 MB, same run).
+cdef Py_ssize_t SCATTER_GROUP_BYTES = 2 << 20
 # ... but at least this many groups per thread, for balance (a group is one
 # chunk of the parallel loop) ...
 cdef Py_ssize_t SCATTER_GROUPS_PER_THREAD = 4
@@ -312,6 +321,21 @@ cdef inline const void *_cols_at(_RowBlocks L, Py_ssize_t i, Py_ssize_t g) noexc
     return <const int32_t *>L.cols + i * L.G + g
 
 
+def row_group_budgets():
+    """The two block-group budgets of the row path (bytes of P's slices per group): (quiet, shared).
+
+    The first is best when the process has the L3 to itself, the second
+    when other processes share it (``ROWS_GROUP_BYTES``); any budget gives
+    the same result.  ``set_group_budgets`` sets the first and caps the
+    second by it.
+
+    Returns
+    -------
+    tuple of int
+    """
+    return ROWS_GROUP_BYTES, min(ROWS_SHARED_GROUP_BYTES, ROWS_GROUP_BYTES)
+
+
 def uses_row_path(Py_ssize_t K):
     """Whether ``onehot_matmat`` with K targets takes the row path (reads ``cols`` when given): 2 <= K <= 8.
 
@@ -337,6 +361,7 @@ def onehot_matmat(
     double[:, ::1] row_block_sums,
     int n_threads,
     cols=None,
+    Py_ssize_t group_bytes=0,
 ):
     """Write ``W (Z @ B − 1 shiftᵀ)`` into ``out`` for the one-hot block matrix Z.
 
@@ -378,6 +403,10 @@ def onehot_matmat(
         (cols[i, g] = bins[g, i], ``local_rows``); the caller guarantees
         it.  Used for 2 <= K <= 8, where a row's K sums then stay in
         registers across the blocks of a group; same result.
+    group_bytes : int, default=0
+        Cache budget of a block group (bytes of B's slices); 0: the
+        path's default (``ROWS_GROUP_BYTES`` or ``GATHER_GROUP_BYTES``).
+        Any budget gives the same result.
     """
     cdef Py_ssize_t G = bins.shape[0], N = bins.shape[1], K = out.shape[1]
     cdef Py_ssize_t n_rb = (N + ROW_BLOCK - 1) // ROW_BLOCK, n_groups, q
@@ -403,6 +432,8 @@ def onehot_matmat(
         raise ValueError("cols has the wrong shape")
     if cols is not None and cols.dtype not in (np.int32, np.uint16):
         raise ValueError("cols must be int32 (global) or uint16 (local) columns")
+    if group_bytes < 0:
+        raise ValueError("group_bytes must be >= 0")
     if N == 0 or K == 0:
         return
     loop.cols = NULL
@@ -414,8 +445,9 @@ def onehot_matmat(
             cols32 = cols
             zeros = np.zeros(G, dtype=np.int64)
             loop.cols, loop.cols_narrow, loop.cols_offset = &cols32[0, 0], False, &zeros[0]
-    n_groups = _block_groups(start, B.shape[1] * sizeof(floating),
-                             ROWS_GROUP_BYTES if loop.cols != NULL else GATHER_GROUP_BYTES, G, group)
+    if group_bytes == 0:
+        group_bytes = ROWS_GROUP_BYTES if loop.cols != NULL else GATHER_GROUP_BYTES
+    n_groups = _block_groups(start, B.shape[1] * sizeof(floating), group_bytes, G, group)
     loop.bins = &bins[0, 0] if G > 0 else NULL
     loop.narrow = bin_index is uint16_t
     loop.start, loop.G, loop.N, loop.K, loop.value = &start[0], G, N, K, value

@@ -1,12 +1,13 @@
 """Products with a one-hot block CSR matrix (random binning features, one-hot encodings): ``OneHotBlockProducts``."""
 
+import time
 from typing import NamedTuple
 
 import numpy as np
 
 from .._core.threads import threads_for
 from .._ext._onehot_fast import (bins_dtype, block_ranges, local_bins, local_rows, n_row_blocks, onehot_matmat,
-                                 onehot_tmatmat, pad_rows, padded_width, uses_row_path)
+                                 onehot_tmatmat, pad_rows, padded_width, row_group_budgets, uses_row_path)
 from .csr import _common_index_dtype, csr_gram_block_of
 from .operator import Capability, FeatureOperator, MatrixKind
 
@@ -182,6 +183,45 @@ def onehot_block_structure(Z, n_threads=1):
     return block_major_bins(Z, layout, n_threads), layout.start, layout.value
 
 
+class FasterSetting:
+    """Keep the cheaper of a few interchangeable settings of a repeated call, by the CPU time of its calls.
+
+    For choices that never change a result, only its speed (the block-group
+    budgets of ``onehot_matmat``): each setting is tried once, then the one
+    with the smaller running mean of CPU seconds is used, and every
+    ``explore``-th call tries another, so a change of the machine's load
+    (another process taking the shared cache) is followed.  CPU seconds,
+    not wall time: a call preempted by another process does not count
+    against its setting, a call whose reads miss the cache does.
+
+    Parameters
+    ----------
+    n_settings : int
+    explore : int, default=8
+    """
+
+    def __init__(self, n_settings, explore=8):
+        self.cost = [None] * n_settings
+        self.explore = explore
+        self.calls = 0
+
+    def pick(self):
+        """Return the index of the setting for the next call."""
+        self.calls += 1
+        untried = [i for i, c in enumerate(self.cost) if c is None]
+        if untried:
+            return untried[0]
+        best = min(range(len(self.cost)), key=self.cost.__getitem__)
+        if self.calls % self.explore == 0 and len(self.cost) > 1:
+            return (best + 1 + (self.calls // self.explore) % (len(self.cost) - 1)) % len(self.cost)
+        return best
+
+    def record(self, i, seconds):
+        """Add the CPU ``seconds`` of a call made with setting ``i``."""
+        c = self.cost[i]
+        self.cost[i] = seconds if c is None else 0.5 * (c + seconds)
+
+
 class OneHotBlockProducts(FeatureOperator):
     """Products with a one-hot block CSR matrix (see ``onehot_block_structure``).
 
@@ -223,6 +263,11 @@ class OneHotBlockProducts(FeatureOperator):
         self._work = None  # normal()'s N × K intermediate
         self._pad = None  # the padded copy of Z @ P's operand (``_padded``)
         self._unit_sums = None  # Σ_i Z_ij, kept: the column means and the diagonal both need it
+        # Z @ P's row path (2..8 targets) groups the blocks by a cache budget:
+        # 8 MB is best on a quiet machine, 3 MB when other processes share
+        # the L3 (``row_group_budgets``); the same bits either way, so each
+        # width K keeps the cheaper of the two (``FasterSetting``).
+        self._row_budgets = {}
 
     @property
     def entries(self):
@@ -233,8 +278,16 @@ class OneHotBlockProducts(FeatureOperator):
         P = np.ascontiguousarray(P, dtype=self.dtype)
         if out is None:
             out = np.empty((self.shape[0], P.shape[1]), dtype=self.dtype)
-        onehot_matmat(self.bins, self.start, self.value, self._padded(P), out, shift, w, sums, self.n_threads,
-                      self._row_columns(P.shape[1]))
+        B, cols = self._padded(P), self._row_columns(P.shape[1])
+        budgets = row_group_budgets()
+        if cols is None or B.shape[0] * B.shape[1] * B.itemsize <= min(budgets):
+            onehot_matmat(self.bins, self.start, self.value, B, out, shift, w, sums, self.n_threads, cols)
+            return out
+        chooser = self._row_budgets.setdefault(P.shape[1], FasterSetting(len(budgets)))
+        i = chooser.pick()
+        t0 = time.process_time()
+        onehot_matmat(self.bins, self.start, self.value, B, out, shift, w, sums, self.n_threads, cols, budgets[i])
+        chooser.record(i, time.process_time() - t0)
         return out
 
     def _row_columns(self, K):
