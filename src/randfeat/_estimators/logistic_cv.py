@@ -16,9 +16,11 @@ from typing import Any, Optional, Union
 
 import numpy as np
 from sklearn.metrics import get_scorer, get_scorer_names, make_scorer
+from sklearn.metrics._scorer import _BaseScorer
 from sklearn.utils._param_validation import HasMethods, InvalidParameterError, StrOptions
 
 from .._backends import for_input
+from .._backends.in_memory import IN_MEMORY
 from .._core.params import fit_context
 from .._core.protocols import MapCapability
 from .._core.types import ArrayLike, Float, MatrixLike, RandomState, Self, Transformer
@@ -252,7 +254,7 @@ class LogisticRegressionCV(LogisticRegression):
         owner = type(self).__name__
         backend = for_input(X)
         backend.check_logistic(owner)
-        if not hasattr(backend, "select_logistic"):
+        if backend is not IN_MEMORY:  # the selection runs in memory
             raise ValueError(f"{owner}.fit does not take Dask arrays yet: choose C on an in-memory sample (e.g. "
                              f"X[:100_000].compute()), then fit LogisticRegression(C=...); a fitted {owner}'s "
                              f"predictions accept Dask arrays.")
@@ -321,9 +323,9 @@ def _fold_scorer(scoring, classes):
     if it takes one), so that it scores against every class.
     """
     scorer = get_scorer(scoring)
-    func = getattr(scorer, "_score_func", None)
-    if func is None:
+    if not isinstance(scorer, _BaseScorer):  # None, or a plain callable: called as it is
         return scorer
+    func = scorer._score_func
     parameters = inspect.signature(func).parameters
     if "labels" not in parameters:
         return scorer
@@ -331,7 +333,7 @@ def _fold_scorer(scoring, classes):
     if len(classes) == 2 and "pos_label" in parameters:
         extra["pos_label"] = classes[-1]
     return make_scorer(func, greater_is_better=scorer._sign == 1, response_method=scorer._response_method,
-                       **extra, **getattr(scorer, "_kwargs", {}))
+                       **extra, **scorer._kwargs)
 
 
 class _HeldOut(LogisticRegression):
