@@ -23,20 +23,29 @@ does the selection.
 
 import dataclasses
 import time
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
 import numpy as np
+import scipy.linalg
 import scipy.sparse as sp
 from sklearn.base import clone
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import check_cv
 
 from .._core.memory_budget import check_memory
-from .._core.threads import effective_n_threads
+from .._core.threads import effective_n_threads, single_threaded_blas
 from . import logistic
-from .logistic import LogisticSettings
+from .logistic import DesignRows, LogisticLoss, LogisticSettings, choose_logistic_solver
 from .pipeline import FeatureSource
 from .selection import AUTO_GAMMA_FACTORS, as_positive
+
+#: Newton's line search (as ``logistic.newton_cholesky``'s): Armijo's constant, the most step halvings;
+#: the Hessian is kept while a full step shrinks max |gradient| at least ``KEEP_HESSIAN`` times.
+ARMIJO = 2.0**-11
+MAX_HALVINGS = 20
+KEEP_HESSIAN = 0.8
 
 
 @dataclasses.dataclass(frozen=True)
@@ -109,29 +118,160 @@ def _decision(Z, coef, intercept):
     return np.asarray(F) + intercept
 
 
-def fold_path(settings, Z, labels, n_classes, w, train, test, n_jobs, fold):
-    """The C path on one fold: (coefs (A, K, P), n_iter (A,), held-out decision values (A, n_test, K))."""
+def fold_path(settings, Z, labels, n_classes, w, train, test, n_threads, fold):
+    """The C path on one fold: (coefs (A, K, P), n_iter (A,), held-out decision values (A, n_test, K)).
+
+    The fold's rows are made once (``DesignRows`` of its copy of Z's rows);
+    Newton carries its Hessian from C to C (``NewtonPath``), L-BFGS starts
+    from the previous C's solution; a solver this engine does not know runs
+    through ``logistic.fit`` with ``init``.
+    """
     t0 = time.perf_counter()
+    fs = settings.fit
     Ztrain, Ztest = Z[train], Z[test]
-    wtrain = None if w is None else w[train]
-    if wtrain is not None and not wtrain.sum() > 0:
-        raise ValueError(f"{settings.fit.owner}: the sample weights of the training rows of fold {fold + 1} sum to "
-                         f"0, so no row counts in its fits; give rows of every fold's training set a positive "
-                         f"weight (or choose other folds)")
-    base = dataclasses.replace(settings.fit, n_jobs=n_jobs, log=None)
-    init, coefs, n_iter, F = None, [], [], []
+    wtrain = np.ones(len(train)) if w is None else w[train]
+    total = float(wtrain.sum())
+    if not total > 0:
+        raise ValueError(f"{fs.owner}: the sample weights of the training rows of fold {fold + 1} sum to 0, so "
+                         f"no row counts in its fits; give rows of every fold's training set a positive weight "
+                         f"(or choose other folds)")
+    rows = DesignRows(FeatureSource(None, None, Ztrain), fs.fit_intercept, fs.chunk_size)
+    K, P, D = (1 if n_classes == 2 else n_classes), rows.width, rows.n_features
+    solver = choose_logistic_solver(fs.solver, K * P)
+    newton = NewtonPath() if solver == "newton-cholesky" else None
+    theta = np.zeros(K * P)
+    coefs, n_iter, F = [], [], []
     for C in settings.Cs:
-        r = logistic.fit(dataclasses.replace(base, C=float(C), init=init), None, Ztrain, labels[train],
-                         n_classes, wtrain)
-        init = (r.coef, r.intercept)
-        theta = np.hstack([r.coef, r.intercept[:, None]]) if settings.fit.fit_intercept else r.coef.copy()
-        coefs.append(theta)
-        n_iter.append(int(r.n_iter[0]))
-        F.append(_decision(Ztest, r.coef, r.intercept))
-    if settings.fit.log is not None:
-        settings.fit.log(f"fold {fold + 1}: {len(settings.Cs)} Cs fitted in {time.perf_counter() - t0:.2f} s "
-                         f"({sum(n_iter)} iterations)")
+        if solver in ("newton-cholesky", "lbfgs"):
+            loss = LogisticLoss(rows, labels[train], wtrain / total, n_classes, 1.0 / (float(C) * total), n_threads)
+            if newton is not None:
+                theta, it, converged = newton.solve(loss, theta, fs.max_iter, fs.tol)
+            else:
+                theta, it, converged = logistic.lbfgs(loss, theta, fs.max_iter, fs.tol)
+            if not converged:
+                warnings.warn(f"{solver} did not converge within max_iter={fs.max_iter} iterations (tol={fs.tol:g}) "
+                              f"on fold {fold + 1} at C={float(C):.6g}. Increase the number of iterations "
+                              f"(max_iter).", ConvergenceWarning, stacklevel=2)
+            Theta = theta.reshape(K, P)
+            coef = Theta[:, :D].copy()
+            intercept = Theta[:, D].copy() if fs.fit_intercept else np.zeros(K)
+        else:
+            init = None if not coefs else (coef, intercept)
+            r = logistic.fit(dataclasses.replace(fs, C=float(C), init=init, n_jobs=n_threads, log=None), None,
+                             Ztrain, labels[train], n_classes, wtrain)
+            coef, intercept, it = r.coef, r.intercept, int(r.n_iter[0])
+        if not (np.all(np.isfinite(coef)) and np.all(np.isfinite(intercept))):
+            raise ValueError(f"{fs.owner}: the solution on fold {fold + 1} at C={float(C):.6g} is not finite; "
+                             f"rescale X (e.g. with StandardScaler).")
+        coefs.append(np.hstack([coef, intercept[:, None]]) if fs.fit_intercept else coef)
+        n_iter.append(int(it))
+        F.append(_decision(Ztest, coef, intercept))
+    if fs.log is not None:
+        fs.log(f"fold {fold + 1}: {len(settings.Cs)} Cs fitted ({solver}) in {time.perf_counter() - t0:.2f} s, "
+               f"{sum(n_iter)} iterations")
     return np.stack(coefs), np.array(n_iter, dtype=np.int32), F
+
+
+class NewtonPath:
+    """Newton's method along a C path, the data part of its Hessian carried from one C to the next.
+
+    The Hessian of the scaled objective is Zᵀ diag(s) Z (data, summed by
+    ``LogisticLoss``) plus l2 on the penalised diagonal; only the l2 part
+    changes with C.  So the data part of the last Hessian is kept: a new C
+    costs a Cholesky factorisation (P³/3) instead of a pass summing
+    N·P² products, and the data part is summed again (at the current θ)
+    only when a step shrinks max |gradient| by less than ``KEEP_HESSIAN`` or
+    its line search fails.  The gradient, the objective and the stopping
+    test are exact, as ``logistic.newton_cholesky``'s (scikit-learn's
+    criterion: max |gradient| <= tol and half the Newton decrement <= tol).
+    """
+
+    def __init__(self):
+        self.data, self.dtype = None, None
+
+    def _refresh(self, loss, theta):
+        """Sum the Hessian at θ (one pass that also gives f and g); keep its data part."""
+        if self.dtype is not None:
+            loss.hessian_dtype = self.dtype
+        f, g, H = loss.evaluate(theta, hessian=True)
+        H[np.diag_indices_from(H)] -= loss.l2 * loss.penalty_mask().ravel()
+        self.data = H
+        return f, g
+
+    def _factor(self, loss, theta):
+        """(A, solve): A = data + l2 on the diagonal, and d ↦ the step solving A d = −g."""
+        null = loss.null_direction()
+        while True:
+            A = self.data.copy()
+            A[np.diag_indices_from(A)] += loss.l2 * loss.penalty_mask().ravel()
+            # The multinomial intercepts' common shift is a null direction: made definite there, projected out.
+            B = A if null is None else A + np.outer(null, null) * max(1.0, float(np.mean(np.diag(A))))
+            try:
+                with single_threaded_blas():
+                    factor = scipy.linalg.cho_factor(B, lower=True, check_finite=False)
+                break
+            except np.linalg.LinAlgError:
+                if loss.hessian_dtype != np.float64:  # float32 products lost definiteness: sum in float64
+                    self.dtype = np.float64
+                    self._refresh(loss, theta)
+                    continue
+                factor = None
+                break
+
+        def solve(g):
+            with single_threaded_blas():
+                if factor is not None:
+                    d = scipy.linalg.cho_solve(factor, -g, check_finite=False)
+                else:
+                    d = scipy.linalg.lstsq(B, -g, check_finite=False, cond=1e-12)[0]
+            return d if null is None else d - null * float(null @ d)
+
+        return A, solve
+
+    def solve(self, loss, theta, max_iter, tol):
+        """Minimise ``loss`` from θ; return (θ, iterations, converged)."""
+        fresh = self.data is None
+        if fresh:
+            f, g = self._refresh(loss, theta)
+        else:
+            f, g, _ = loss.evaluate(theta)
+        A, step = self._factor(loss, theta)
+        eps = np.finfo(np.float64).eps
+        it = 0
+        while it < max_iter:
+            it += 1
+            d = step(g)
+            slope = float(g @ d)
+            t, accepted = 1.0, False
+            if slope < 0:
+                for _ in range(MAX_HALVINGS + 1):
+                    ft, gt, _ = loss.evaluate(theta + t * d)
+                    if ft <= f + ARMIJO * t * slope or (
+                            ft - f <= 64 * eps * abs(f) and np.abs(gt).sum() < np.abs(g).sum()):
+                        accepted = True
+                        break
+                    t /= 2
+            if not accepted:
+                if not fresh:  # a kept Hessian: sum it here and retry this step
+                    f, g = self._refresh(loss, theta)
+                    A, step = self._factor(loss, theta)
+                    fresh, it = True, it - 1
+                    continue
+                theta, n, converged = logistic.lbfgs(loss, theta, max(1, max_iter - it), tol)
+                return theta, it + n, converged
+            shrink = float(np.max(np.abs(gt))) / max(float(np.max(np.abs(g))), np.finfo(float).tiny)
+            theta, f, g = theta + t * d, ft, gt
+            with single_threaded_blas():
+                decrement = 0.5 * float(d @ (A @ d))
+            if float(np.max(np.abs(g))) <= tol and decrement <= tol:
+                return theta, it, True
+            if t == 1.0 and shrink <= KEEP_HESSIAN:
+                fresh = False
+                continue
+            f, g = self._refresh(loss, theta)
+            A, step = self._factor(loss, theta)
+            fresh = True
+        return theta, max_iter, False
 
 
 def _workers(n_threads, n_folds):
