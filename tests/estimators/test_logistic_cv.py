@@ -97,6 +97,20 @@ def test_a_map_equals_its_materialised_features(n_classes):
                                atol=1e-5)
 
 
+@pytest.mark.parametrize("n_classes", [2, 3])
+@pytest.mark.parametrize("route", ["lbfgs", "logistic.fit"])
+def test_other_solver_routes_equal_sklearn(n_classes, route, monkeypatch):
+    # L-BFGS warm-started along the path; and a solver the path engine does not know, run by logistic.fit.
+    from randfeat._solvers import logistic_path
+
+    X, y = data(n_classes)
+    Z = rff().fit_transform(X)
+    if route == "logistic.fit":
+        monkeypatch.setattr(logistic_path, "choose_logistic_solver", lambda solver, n_params: "another")
+    est = rf_cv(Z, y, scoring="neg_log_loss", solver="lbfgs" if route == "lbfgs" else "auto")
+    assert_same_as_sklearn(est, sk_cv(Z, y, scoring="neg_log_loss"), coef_atol=1e-4)
+
+
 def test_cs_as_an_int_is_sklearns_grid():
     X, y = data(2)
     Z = rff().fit_transform(X)

@@ -2,11 +2,19 @@
 
 As scikit-learn's ``LogisticRegressionCV``: for every fold of ``cv`` the
 model is fitted on the training rows at each C of the grid, in the given
-order, each fit starting from the previous C's solution (a warm start:
-``LogisticSettings.init``), and each fold's held-out rows are scored at
-each C; the chosen C maximises the sum of the folds' scores (``refit``), or
-each fold's own best is averaged (``refit=False``).  The fits are
-``logistic.fit`` on the fold's rows of the features.
+order, each fit starting from the previous C's solution (a warm start),
+and each fold's held-out rows are scored at each C; the chosen C maximises
+the sum of the folds' scores (``refit``, a ``logistic.fit`` on all the rows
+from the folds' mean model there), or each fold's own best is averaged
+(``refit=False``).
+
+A fold's fits share its rows (``logistic.DesignRows``, made once) and
+``logistic.LogisticLoss``: Newton (``NewtonPath``) keeps the data part of
+its Hessian from one C to the next, so a new C costs a Cholesky
+factorisation and a few passes for the gradient rather than a pass summing
+the N·P² Hessian products; L-BFGS starts from the previous C's solution; a
+solver this engine does not know runs through ``logistic.fit`` with
+``LogisticSettings.init``.
 
 The features of X are made once per gamma and held (N × D in X's float
 dtype; binning's CSR stays CSR), so that every fold and every C reads them
