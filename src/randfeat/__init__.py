@@ -19,6 +19,7 @@ from ._core.protocols import InputSummary, MapCapability, OutputKind  # noqa: E4
 from ._estimators.classifier import RidgeClassifier  # noqa: E402
 from ._estimators.classifier_cv import RidgeClassifierCV  # noqa: E402
 from ._estimators.logistic import LogisticRegression  # noqa: E402
+from ._estimators.logistic_cv import LogisticRegressionCV  # noqa: E402
 from ._estimators.ridge import Ridge  # noqa: E402
 from ._estimators.ridge_cv import RidgeCV  # noqa: E402
 from ._linalg.products import row_products  # noqa: E402
@@ -52,6 +53,7 @@ __all__ = [
     "get_config",
     "kernel_matrix",
     "LogisticRegression",
+    "LogisticRegressionCV",
     "Ridge",
     "RidgeClassifier",
     "RidgeClassifierCV",

@@ -12,7 +12,7 @@ from sklearn.utils.validation import column_or_1d
 from .._core.input_stats import MemorySummary
 from .._core.validation import check_sample_weight, validate_X, validate_X_y
 from .._linalg.products import row_products
-from .._solvers import logistic, pipeline, selection
+from .._solvers import logistic, logistic_path, pipeline, selection
 
 
 class InMemoryBackend:
@@ -71,6 +71,10 @@ class InMemoryBackend:
     def fit_logistic(self, settings, template, X, y, w, targets):
         """Fit logistic regression: ``logistic.fit`` on y's class indices; return a ``LogisticResult``."""
         return logistic.fit(settings, template, X, targets.encode(y), targets.n_classes, w)
+
+    def select_logistic(self, settings, template, X, y, w, targets):
+        """Choose (gamma,) C for logistic regression: ``logistic_path.select``; return a ``PathSelection``."""
+        return logistic_path.select(settings, template, X, targets.encode(y), targets.n_classes, w, y)
 
     def check_selection(self, owner):
         """Selection runs in memory: nothing to refuse."""

@@ -8,7 +8,8 @@ from sklearn.pipeline import make_pipeline  # type: ignore[import-untyped]  # sc
 from sklearn.preprocessing import StandardScaler  # type: ignore[import-untyped]
 
 import randfeat
-from randfeat import (FeatureMap, InputSummary, LogisticRegression, MapCapability, MapState, OutputKind,
+from randfeat import (FeatureMap, InputSummary, LogisticRegression, LogisticRegressionCV, MapCapability, MapState,
+                      OutputKind,
                       RandomBinningFeatures,
                       RandomFourierFeatures, Ridge, RidgeClassifier, RidgeClassifierCV, RidgeCV, TransformerMap,
                       as_feature_map, kernel_matrix, row_products)
@@ -95,3 +96,12 @@ def configuration() -> str:
     randfeat.show_config()
     adult = load_adult(subset="test")
     return str(config) + str(adult) + randfeat.__version__
+
+
+def probabilities_cv(X: NDArray[np.float64], labels: NDArray[np.int64]) -> float:
+    clf = LogisticRegressionCV(Cs=5, features=RandomFourierFeatures(100, random_state=0), gammas="auto",
+                               scoring="neg_log_loss", refit=False, n_jobs=2)
+    clf.fit(X, labels, sample_weight=np.ones(len(labels)))
+    proba: NDArray[np.float64] = clf.predict_proba(X)
+    score: float = clf.score(X, labels)
+    return score + float(np.mean(proba)) + float(clf.C_[0]) + float(clf.gamma_)
