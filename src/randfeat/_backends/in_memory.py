@@ -68,6 +68,11 @@ class InMemoryBackend:
     def check_logistic(self, owner):
         """Logistic fits run in memory: nothing to refuse."""
 
+    def class_targets(self, make, y, sample_weight, owner, class_weight):
+        """A classifier's encoding of validated labels y (``make(y, owner, class_weight)``) and its rows' weights."""
+        targets = make(y, owner, class_weight)
+        return targets, targets.weighted(y, sample_weight, class_weight)
+
     def fit_logistic(self, settings, template, X, y, w, targets):
         """Fit logistic regression: ``logistic.fit`` on y's class indices; return a ``LogisticResult``."""
         return logistic.fit(settings, template, X, targets.encode(y), targets.n_classes, w)

@@ -120,8 +120,10 @@ class LogisticRegression(ClassifierMixin, FeaturesParamMixin, ValidatedParamsMix
 
     Notes
     -----
-    Not yet: Dask arrays in ``fit`` (a ValueError says so; predictions take
-    them), ``LogisticRegressionCV``, penalties other than L2.
+    Dask arrays (dense or CSR blocks) are fitted where their blocks are
+    (the loss summed block by block on the workers, the solver on the
+    client); predictions on them are lazy.  Not yet: ``LogisticRegressionCV``,
+    penalties other than L2.
 
     Examples
     --------
@@ -196,10 +198,9 @@ class LogisticRegression(ClassifierMixin, FeaturesParamMixin, ValidatedParamsMix
         """
         owner = type(self).__name__
         backend = for_input(X)
-        backend.check_logistic(owner)  # Dask: not yet, said before any work
+        backend.check_logistic(owner)
         X, y, sample_weight = backend.validate_fit(self, X, y, sample_weight, y_numeric=False)
-        targets = ClassTargets(y, owner, self.class_weight)
-        sample_weight = targets.weighted(y, sample_weight, self.class_weight)
+        targets, sample_weight = backend.class_targets(ClassTargets, y, sample_weight, owner, self.class_weight)
         warm = vars(self).get("_warm")
         init = None
         if self.warm_start and warm is not None and np.array_equal(warm[0], targets.classes):
