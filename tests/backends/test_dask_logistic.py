@@ -138,6 +138,17 @@ def test_string_labels_numpy_targets_float32_and_class_weight_dict(sync):
     assert est.score(Xd, da.from_array(labels, chunks=(CHUNKS,))) == ref.score(X32, labels)
 
 
+def test_column_y_warns_and_fits_its_labels(sync):
+    from sklearn.exceptions import DataConversionWarning
+
+    X, y, _ = _data(3)
+    ref = LogisticRegression(features=rff(), tol=1e-12).fit(X, y)
+    Xd = _dask(X)[0]
+    with pytest.warns(DataConversionWarning, match="column-vector y"):
+        est = LogisticRegression(features=rff(), tol=1e-12).fit(Xd, da.from_array(y[:, None], chunks=(CHUNKS, (1,))))
+    _same_model(est, ref, X, Xd)
+
+
 def test_warm_start_and_progress_messages(sync, capsys):
     X, y, _ = _data(2)
     Xd, yd = _dask(X, y)
@@ -302,6 +313,12 @@ def test_cluster_same_bits_as_one_process(cluster_client):
     np.testing.assert_array_equal(est.coef_, ref.coef_)  # the same block-order sums, on two workers
     np.testing.assert_array_equal(est.n_iter_, ref.n_iter_)
     _close(est.coef_, LogisticRegression(**kw).fit(X, y, sample_weight=w).coef_)
+    # bad input found on a worker: the same clear error, the fitted model unchanged
+    coef = est.coef_.copy()
+    w[1700] = np.nan
+    with pytest.raises(ValueError, match="sample_weight must be finite and non-negative"):
+        est.fit(Xd, yd, sample_weight=da.from_array(w, chunks=wd.chunks))
+    np.testing.assert_array_equal(est.coef_, coef)
 
 
 def test_cluster_client_holds_no_features(cluster_client):
@@ -324,3 +341,17 @@ def test_cluster_client_holds_no_features(cluster_client):
     kw = dict(features=RandomFourierFeatures(D, gamma=0.05, random_state=0), tol=1e-10)
     ref = LogisticRegression(**kw).fit(X0, y0)
     _close(LogisticRegression(**kw).fit(Xd[:50_000], yd[:50_000]).coef_, ref.coef_)
+
+
+def test_threaded_scheduler_same_bits_as_synchronous():
+    # Blocks evaluated at once by the threads of the local scheduler: the
+    # tree sums them in block order, so the fit is the same bits.
+    X, y, w = _data(3)
+    Xd, yd, wd = _dask(X, y, w)
+    kw = dict(features=rff(), tol=1e-12)
+    with dask.config.set(scheduler="synchronous"):
+        ref = LogisticRegression(**kw).fit(Xd, yd, sample_weight=wd)
+    with dask.config.set(scheduler="threads", num_workers=4):
+        est = LogisticRegression(**kw).fit(Xd, yd, sample_weight=wd)
+    np.testing.assert_array_equal(est.coef_, ref.coef_)
+    np.testing.assert_array_equal(est.intercept_, ref.intercept_)

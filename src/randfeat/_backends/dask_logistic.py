@@ -173,7 +173,7 @@ class _BlockLoss(LogisticLoss):
 
 def _make_block(features, Xb, yb, wb, classes, n_classes, fit_intercept, chunk_size, n_jobs, offset, stride):
     """One row block's ``_BlockLoss`` (runs on a worker; Xb validated by ``row_blocks``)."""
-    labels = np.searchsorted(classes, np.asarray(yb)).astype(np.intp)
+    labels = np.searchsorted(classes, np.asarray(yb).reshape(-1)).astype(np.intp)  # a (n, 1) column: its labels
     weights = np.ones(Xb.shape[0]) if wb is None else _check_weights(wb)
     if features is None:
         source = FeatureSource(Xb, None, Xb)
