@@ -356,13 +356,6 @@ def test_bad_input_is_refused_and_leaves_the_fit(bad):
     assert set(vars(est)) == set(before)
 
 
-def test_dask_fit_is_refused_clearly():
-    da = pytest.importorskip("dask.array")
-    X, y = data("binary")
-    with pytest.raises(ValueError, match="Dask logistic fits"):
-        LogisticRegression(features=rff()).fit(da.from_array(X, chunks=200), da.from_array(y, chunks=200))
-
-
 def test_dask_predictions_equal_in_memory():
     da = pytest.importorskip("dask.array")
     X, y = data("ten")

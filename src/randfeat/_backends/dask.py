@@ -20,6 +20,8 @@
 * Predictions are lazy Dask arrays (as ``dask_ml.wrappers.ParallelPostFit``).
 * ``RidgeCV`` selection is refused with a clear error: its passes over the
   rows run in memory.
+* Logistic regression: ``dask_logistic`` (the loss summed over the blocks
+  on the workers, the solver loop on the client).
 """
 
 import dataclasses
@@ -94,6 +96,9 @@ def _method_block(Xb, fn, item):
 
 class DaskBackend:
     """Runs the pipeline where a Dask array's blocks are: on the workers, results reduced to the client."""
+
+    #: The rows are lazy blocks: checks that read every label or weight run on the workers, in the backend.
+    lazy = True
 
     # ---------------------------------------------------------------- input
     def summary(self, X):
@@ -222,16 +227,19 @@ class DaskBackend:
         )
 
     def check_logistic(self, owner):
-        """Refuse: logistic fits on Dask arrays are not implemented yet (a clear error, not a silent pull)."""
-        raise ValueError(
-            f"{owner}.fit on Dask arrays is not implemented yet: Dask logistic fits (per-block gradients and "
-            f"Hessians on the workers) are planned. Fit on an in-memory sample (e.g. X[:100_000].compute()); the "
-            f"fitted {owner}'s predict, predict_proba and decision_function accept Dask arrays."
-        )
+        """Logistic fits run on the blocks (``dask_logistic``): nothing to refuse."""
+
+    def class_targets(self, make, y, sample_weight, owner, class_weight):
+        """A classifier's encoding of a Dask y and its rows' weights: ``dask_logistic.class_targets``."""
+        from .dask_logistic import class_targets
+
+        return class_targets(make, y, sample_weight, owner, class_weight)
 
     def fit_logistic(self, settings, template, X, y, w, targets):
-        """Refuse (``check_logistic``)."""
-        self.check_logistic(settings.owner)
+        """Fit logistic regression, the loss summed over the blocks on the workers: ``dask_logistic``."""
+        from .dask_logistic import fit_logistic
+
+        return fit_logistic(self, settings, template, X, y, w, targets)
 
     def map_rows(self, fn, X, n_features, owner, *, n_outputs=1):
         """Lazy ``fn`` over the row blocks of a Dask X (a prediction), checked on a one-row probe first.

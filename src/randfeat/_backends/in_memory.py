@@ -18,6 +18,9 @@ from .._solvers import logistic, logistic_path, pipeline, selection
 class InMemoryBackend:
     """Runs every step where the data are: in this process."""
 
+    #: The rows are in memory: an estimator may read its labels and weights directly.
+    lazy = False
+
     # ---------------------------------------------------------------- input
     def summary(self, X):
         """Return the ``InputSummary`` of validated X."""

@@ -128,8 +128,12 @@ class LogisticRegression(ClassifierMixin, FeaturesParamMixin, ValidatedParamsMix
 
     Notes
     -----
-    Not yet: Dask arrays in ``fit`` (a ValueError says so; predictions take
-    them), ``LogisticRegressionCV``, penalties other than L2.
+    Dask arrays (dense or CSR blocks) are fitted where their blocks are
+    (the loss summed block by block on the workers, the solver on the
+    client); predictions on them are lazy.  There, ``solver="auto"`` is
+    newton-cholesky while its Hessian fits 256 MB (for several classes too),
+    else lbfgs; ``"newton-cg"`` and negative sample weights are refused.
+    Not yet: ``LogisticRegressionCV`` on Dask, penalties other than L2.
 
     Examples
     --------
@@ -207,14 +211,19 @@ class LogisticRegression(ClassifierMixin, FeaturesParamMixin, ValidatedParamsMix
         """
         owner = type(self).__name__
         backend = for_input(X)
-        backend.check_logistic(owner)  # Dask: not yet, said before any work
-        X, y, _ = backend.validate_fit(self, X, y, None, y_numeric=False)
-        sample_weight = _sample_weight(sample_weight, X)
-        targets = ClassTargets(y, owner, self.class_weight)
-        _check_class_totals(targets, y, sample_weight, self.class_weight, owner)
-        sample_weight = targets.weighted(y, sample_weight, self.class_weight)
-        _check_weight_scale(sample_weight, len(y), float(self.C), owner)
-        solver = _solver_for_weights(self.solver, sample_weight, owner)
+        backend.check_logistic(owner)
+        if backend.lazy:  # Dask: classes and weights in one pass on the workers (negative weights refused)
+            X, y, sample_weight = backend.validate_fit(self, X, y, sample_weight, y_numeric=False)
+            targets, sample_weight = backend.class_targets(ClassTargets, y, sample_weight, owner, self.class_weight)
+            solver = self.solver
+        else:
+            X, y, _ = backend.validate_fit(self, X, y, None, y_numeric=False)
+            sample_weight = _sample_weight(sample_weight, X)
+            targets = ClassTargets(y, owner, self.class_weight)
+            _check_class_totals(targets, y, sample_weight, self.class_weight, owner)
+            sample_weight = targets.weighted(y, sample_weight, self.class_weight)
+            _check_weight_scale(sample_weight, len(y), float(self.C), owner)
+            solver = _solver_for_weights(self.solver, sample_weight, owner)
         warm = vars(self).get("_warm")
         init = None
         if self.warm_start and warm is not None and np.array_equal(warm[0], targets.classes):
