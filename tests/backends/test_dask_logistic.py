@@ -260,11 +260,13 @@ def _bad(kind, X, y, w):
         return {}, mixed, None, "mixes labels of different types"
     if kind == "multilabel":
         return {}, np.stack([y, y], axis=1), None, "1-D array of class labels"
+    if kind == "newton-cg":
+        return {"solver": "newton-cg"}, y, None, "newton-cg' is not available on Dask"
     raise AssertionError(kind)
 
 
 BAD = ["single class", "nan weight", "inf weight", "negative weight", "zero weights", "C zero",
-       "absent class_weight", "mixed labels", "multilabel"]
+       "absent class_weight", "mixed labels", "multilabel", "newton-cg"]
 
 
 @pytest.mark.parametrize("kind", BAD)
