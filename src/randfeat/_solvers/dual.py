@@ -24,13 +24,13 @@ unknown number of iterations over D-long vectors: ``dual_cholesky_pays``.
 """
 
 import numpy as np
-import scipy.linalg
+import scipy.linalg.lapack
 import scipy.sparse as sp
 
 from .._core.memory_budget import available_memory, check_memory
 from .._ext._collision_fast import collision_kernel
 from .._linalg.operator import MatrixKind
-from .normal import DualNormalOperator, NormalOperator
+from .normal import NormalOperator
 
 #: The dual is considered when N <= D / DUAL_RATIO (as CG's dual, ``cg_path.DUAL_RATIO``).
 DUAL_RATIO = 2
@@ -49,7 +49,7 @@ DUAL_MAX_ROWS = 25000
 SOLVER_NAME = "cholesky-dual"
 
 
-def kernel_matrix(ops, n_threads):
+def kernel_matrix(ops, n_threads, *, check=False, rows=None):
     """Return K = Z Zᵀ (N × N, float64, both triangles) for the operator's Z.
 
     Parameters
@@ -57,15 +57,23 @@ def kernel_matrix(ops, n_threads):
     ops : FeatureOperator
         One-hot block (collision counts), CSR (SciPy's product) or dense (BLAS).
     n_threads : int
+    check : bool, default=False
+        Raise ``MemoryError`` first if the 8·N² bytes cannot be allocated.
+    rows : ndarray of int or None
+        One-hot only: K of these rows (N = len(rows)).
 
     Returns
     -------
     ndarray of shape (N, N), float64
     """
-    N = ops.shape[0]
+    N = ops.shape[0] if rows is None else len(rows)
+    if check:
+        check_memory(8 * N * N, f"the dual kernel matrix ({N} x {N} float64)",
+                     "use solver='cg' (it never forms the kernel matrix).")
     if ops.kind is MatrixKind.ONE_HOT_BLOCKS:
         K = np.empty((N, N), dtype=np.float64)
-        collision_kernel(ops.bins, K, float(ops.value) ** 2, max(1, int(n_threads)))
+        bins = ops.bins if rows is None else np.ascontiguousarray(ops.bins[:, rows])
+        collision_kernel(bins, K, float(ops.value) ** 2, max(1, int(n_threads)))
         return K
     Z = ops.Z
     if sp.issparse(Z):
@@ -75,29 +83,31 @@ def kernel_matrix(ops, n_threads):
     return Z64 @ Z64.T
 
 
-def centre_kernel(K, normal):
+def centre_kernel(K, weights, fit_intercept):
     """Turn K = Z Zᵀ into ẐẐᵀ = W^½ Z_c Z_cᵀ W^½ in place (module docstring); return it.
 
     Parameters
     ----------
     K : ndarray of shape (N, N), float64
-    normal : NormalOperator
-        Its weights and intercept choice.
+    weights : ndarray of shape (N,), float64
+        The rows' weights (ones for unit weights).
+    fit_intercept : bool
+        Centre by the weighted column means.
 
     Returns
     -------
     ndarray
         K, overwritten.
     """
-    w = normal._w_or_ones
-    if normal.mean is not None:
-        k = K @ (w / normal.weight_sum)
-        c = float(k @ w) / normal.weight_sum
+    S = float(weights.sum())
+    if fit_intercept and S > 0:
+        k = K @ (weights / S)
+        c = float(k @ weights) / S
         K -= k[None, :]
         K -= k[:, None]
         K += c
-    if normal.weights is not None:
-        s = np.sqrt(normal.weights)
+    if np.any(weights != 1.0):
+        s = np.sqrt(weights)
         K *= s[:, None]
         K *= s[None, :]
     return K
@@ -123,6 +133,8 @@ def dual_cholesky_pays(ops, alpha, n_targets):
     N, D = ops.shape
     if alpha <= 0 or N * DUAL_RATIO > D or N == 0:
         return False
+    first, _ = distinct_rows(ops)
+    N = N if first is None else first.size
     if N > row_cap(ops, alpha):
         return False
     available, _ = available_memory()
@@ -173,18 +185,60 @@ def dual_cholesky(ops, Y, sample_weight, alpha, *, fit_intercept, n_threads, log
         If ẐẐᵀ + αI is not numerically positive definite (the caller falls back to CG).
     """
     normal = NormalOperator(ops, sample_weight, fit_intercept)
-    dual = DualNormalOperator(normal)
     ybar = normal.target_means(Y)
-    Yhat = dual.rhs(Y, ybar)
-    N = ops.shape[0]
-    check_memory(8 * N * N, f"the dual kernel matrix ({N} x {N} float64)",
-                 "use solver='cg' (it never forms the kernel matrix).")
-    K = centre_kernel(kernel_matrix(ops, n_threads), normal)
-    K[np.diag_indices_from(K)] += alpha
+    Yc = Y - ybar if fit_intercept else Y
+    w = normal._w_or_ones
+    first, group = distinct_rows(ops)
+    if first is None:  # every row distinct (or not one-hot): K over all rows
+        Wg, Yg = w, Yc
+        K = kernel_matrix(ops, n_threads, check=True)
+    else:
+        # Identical rows (the row merge before CG merges only when >= 20% repeat):
+        # one weighted row each, W_g = Σ w, target the weighted mean.  The dual
+        # of the merged problem has the same solution in fewer unknowns.
+        Wg = np.bincount(group, weights=w, minlength=first.size)
+        Yg = np.stack([np.bincount(group, weights=w * Yc[:, k], minlength=first.size) for k in range(Y.shape[1])],
+                      axis=1) / np.where(Wg > 0, Wg, 1.0)[:, None]
+        K = kernel_matrix(ops, n_threads, check=True, rows=first)
     if log is not None:
         log(f"dual: kernel matrix {K.shape[0]}x{K.shape[0]} made; Cholesky factor")
-    factor = scipy.linalg.cho_factor(K, lower=True, overwrite_a=True, check_finite=False)
-    A = scipy.linalg.cho_solve(factor, Yhat, check_finite=False)
-    del factor, K
-    X = dual.to_primal(A)
-    return np.ascontiguousarray(X.T), normal.intercept(X, ybar)
+    sqrt_w = np.sqrt(Wg)
+    K = centre_kernel(K, Wg, fit_intercept)
+    K[np.diag_indices_from(K)] += alpha
+    A = cholesky_solve(K, sqrt_w[:, None] * Yg)
+    del K
+    # coef = Z_cᵀ W^½ A over the merged rows = Zᵀ u − μ Σu, u spread back over each group's rows ∝ w_i.
+    Ug = sqrt_w[:, None] * A
+    if first is None:
+        U = Ug
+    else:
+        U = Ug[group] * (w / np.where(Wg > 0, Wg, 1.0)[group])[:, None]
+    coef = np.asarray(ops.rmatmat_once(np.ascontiguousarray(U)), dtype=np.float64)
+    if normal.mean is not None:
+        coef -= np.outer(normal.mean, U.sum(axis=0))
+    return np.ascontiguousarray(coef.T).astype(ops.dtype, copy=False), normal.intercept(coef, ybar)
+
+
+def distinct_rows(ops):
+    """For one-hot block features with repeated rows: (first row of each distinct row, each row's group); else (None, None)."""
+    if ops.kind is not MatrixKind.ONE_HOT_BLOCKS or ops.shape[0] < 2:
+        return None, None
+    _, first, group = np.unique(ops.bins.T, axis=0, return_index=True, return_inverse=True)
+    if first.size == ops.shape[0]:
+        return None, None
+    return first, group.reshape(-1)
+
+
+def cholesky_solve(K, B):
+    """Solve K X = B (K symmetric positive definite, C order, overwritten) by one Cholesky factor.
+
+    LAPACK sees K's transpose (the same matrix, Fortran order): no copy.
+    Raises ``numpy.linalg.LinAlgError`` when K is not numerically positive definite.
+    """
+    c, info = scipy.linalg.lapack.dpotrf(K.T, lower=0, overwrite_a=1, clean=0)
+    if info != 0:
+        raise np.linalg.LinAlgError(f"the dual kernel matrix + alpha*I is not positive definite (potrf info {info})")
+    X, info = scipy.linalg.lapack.dpotrs(c, np.asarray(B, dtype=np.float64), lower=0)
+    if info != 0:
+        raise np.linalg.LinAlgError(f"potrs info {info}")
+    return X
