@@ -23,13 +23,17 @@ dense ones a BLAS product.  Cost N³/3 flops and 8·N² bytes, against CG's
 unknown number of iterations over D-long vectors: ``dual_cholesky_pays``.
 """
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
-import scipy.linalg.lapack
+import scipy.linalg
 import scipy.sparse as sp
 
 from .._core.memory_budget import available_memory, check_memory
+from .._core.threads import single_threaded_blas
 from .._ext._collision_fast import collision_kernel
 from .._linalg.operator import MatrixKind
+from .._linalg.rowmerge import MIN_REPEATED_SHARE
 from .normal import NormalOperator
 
 #: The dual is considered when N <= D / DUAL_RATIO (as CG's dual, ``cg_path.DUAL_RATIO``).
@@ -44,7 +48,12 @@ DUAL_RATIO = 2
 #: iterations and the dual factor of ~13700 rows is the faster; at alpha 1
 #: CG takes ~20 iterations and beats any factor above a few thousand rows.
 DUAL_MIN_ROWS = 3000
-DUAL_MAX_ROWS = 25000
+DUAL_MAX_ROWS = 15000
+
+#: The largest kernel matrix factored, even when forced (``solver="cholesky"``):
+#: SciPy 1.17's bundled OpenBLAS (0.3.30) potrf crashed (segmentation fault)
+#: on a 16000 × 16000 matrix on the development machine and ran at 15000.
+FACTOR_MAX_ROWS = 15000
 
 SOLVER_NAME = "cholesky-dual"
 
@@ -113,6 +122,12 @@ def centre_kernel(K, weights, fit_intercept):
     return K
 
 
+def dual_rows(ops):
+    """The unknowns of the dual: distinct rows for one-hot block features, else N."""
+    first, _ = distinct_rows(ops)
+    return ops.shape[0] if first is None else first.size
+
+
 def dual_cholesky_pays(ops, alpha, n_targets):
     """True if "auto" should solve ``ops``'s ridge in the dual by Cholesky (after merging identical rows).
 
@@ -133,10 +148,12 @@ def dual_cholesky_pays(ops, alpha, n_targets):
     N, D = ops.shape
     if alpha <= 0 or N * DUAL_RATIO > D or N == 0:
         return False
-    first, _ = distinct_rows(ops)
-    N = N if first is None else first.size
-    if N > row_cap(ops, alpha):
+    cap = min(row_cap(ops, alpha), FACTOR_MAX_ROWS)
+    # The CG row merge (``rowmerge``) already merged Z when >= 20% of its rows
+    # repeat, so at most 20% more can go: skip the distinct-row pass when even that cannot reach the cap.
+    if N * (1 - MIN_REPEATED_SHARE) > cap or (N > cap and dual_rows(ops) > cap):
         return False
+    N = min(N, cap)
     available, _ = available_memory()
     need = 8 * N * N + 8 * N * n_targets * 4
     return available is None or need <= available // 2
@@ -205,7 +222,7 @@ def dual_cholesky(ops, Y, sample_weight, alpha, *, fit_intercept, n_threads, log
     sqrt_w = np.sqrt(Wg)
     K = centre_kernel(K, Wg, fit_intercept)
     K[np.diag_indices_from(K)] += alpha
-    A = cholesky_solve(K, sqrt_w[:, None] * Yg)
+    A = cholesky_solve(K, sqrt_w[:, None] * Yg, n_threads)
     del K
     # coef = Z_cᵀ W^½ A over the merged rows = Zᵀ u − μ Σu, u spread back over each group's rows ∝ w_i.
     Ug = sqrt_w[:, None] * A
@@ -229,16 +246,46 @@ def distinct_rows(ops):
     return first, group.reshape(-1)
 
 
-def cholesky_solve(K, B):
-    """Solve K X = B (K symmetric positive definite, C order, overwritten) by one Cholesky factor.
+#: Columns per step of the blocked factor, and rows per tile of its updates.
+FACTOR_BLOCK = 384
 
-    LAPACK sees K's transpose (the same matrix, Fortran order): no copy.
+
+def cholesky_solve(K, B, n_threads=1):
+    """Solve K X = B (K symmetric positive definite, C order; its lower triangle overwritten by the factor).
+
+    A blocked right-looking Cholesky factorisation: per step of
+    ``FACTOR_BLOCK`` columns, the diagonal block's factor, then the panel
+    below it (row tiles, triangular solves) and the trailing lower triangle
+    (row tiles, each one ``Lᵢ L_panelᵀ`` product) updated on ``n_threads``
+    threads, every BLAS call on one thread.  Each tile's operands and shape
+    do not depend on the thread count, so neither do the bits (threaded
+    potrf's do); the solves are then two triangular ones.
+
     Raises ``numpy.linalg.LinAlgError`` when K is not numerically positive definite.
     """
-    c, info = scipy.linalg.lapack.dpotrf(K.T, lower=0, overwrite_a=1, clean=0)
-    if info != 0:
-        raise np.linalg.LinAlgError(f"the dual kernel matrix + alpha*I is not positive definite (potrf info {info})")
-    X, info = scipy.linalg.lapack.dpotrs(c, np.asarray(B, dtype=np.float64), lower=0)
-    if info != 0:
-        raise np.linalg.LinAlgError(f"potrs info {info}")
-    return X
+    N = K.shape[0]
+    b = FACTOR_BLOCK
+    with single_threaded_blas(), ThreadPoolExecutor(max(1, int(n_threads))) as pool:
+        for k0 in range(0, N, b):
+            k1 = min(k0 + b, N)
+            L11 = np.linalg.cholesky(K[k0:k1, k0:k1])  # raises LinAlgError if not positive definite
+            K[k0:k1, k0:k1] = L11
+            if k1 == N:
+                break
+            tiles = [(i0, min(i0 + b, N)) for i0 in range(k1, N, b)]
+
+            def panel(t):
+                i0, i1 = t
+                K[i0:i1, k0:k1] = scipy.linalg.solve_triangular(L11, K[i0:i1, k0:k1].T, lower=True,
+                                                                check_finite=False).T
+
+            list(pool.map(panel, tiles))
+            P = K[k1:, k0:k1]
+
+            def update(t):
+                i0, i1 = t
+                K[i0:i1, k1:i1] -= P[i0 - k1:i1 - k1] @ P[:i1 - k1].T
+
+            list(pool.map(update, tiles))
+        X = scipy.linalg.solve_triangular(K, np.asarray(B, dtype=np.float64), lower=True, check_finite=False)
+        return scipy.linalg.solve_triangular(K, X, lower=True, trans="T", check_finite=False)

@@ -35,7 +35,8 @@ from .._core.threads import effective_n_threads
 from .._linalg.products import prepare_problem
 from .cg_path import DUAL_DESCRIPTION, cg_ridge
 from .cholesky import RidgeSolution
-from .dual import DUAL_RATIO, SOLVER_NAME as DUAL_SOLVER, dual_cholesky, dual_cholesky_pays
+from .dual import (DUAL_RATIO, FACTOR_MAX_ROWS, SOLVER_NAME as DUAL_SOLVER, dual_cholesky, dual_cholesky_pays,
+                   dual_rows)
 from .nystrom_preconditioner import DEFAULT_MEMORY_BUDGET
 from .stats import StatisticsAccumulator
 
@@ -386,9 +387,10 @@ def solve_cg(settings, Z, features, Y, w, n_threads, dual="auto"):
     """Preconditioned block CG on a materialised Z (identical rows merged first), or its dual by Cholesky.
 
     ``dual``: "auto" — with ``solver="auto"``, Cholesky on the dual when
-    ``dual.dual_cholesky_pays`` says so; "force" — always (``solver="cholesky"``
-    on features wider than twice the rows).  A dual factor that is not
-    positive definite falls back to CG.  Returns a ``FitResult``.
+    ``dual.dual_cholesky_pays`` says so; "force" — whenever the dual has at
+    most ``dual.FACTOR_MAX_ROWS`` unknowns (``solver="cholesky"`` on sparse
+    features wider than twice the rows).  Otherwise, and when the dual factor
+    is not positive definite, CG.  Returns a ``FitResult``.
     """
     settings.check_preconditioner_rank(Z.shape[1])
     n_rows, dtype = Z.shape[0], Z.dtype
@@ -400,7 +402,8 @@ def solve_cg(settings, Z, features, Y, w, n_threads, dual="auto"):
         settings.log(f"CG on {ops.shape[0]} distinct feature rows of {n_rows} (identical rows merged)")
     try:
         alpha = float(settings.alpha)
-        if dual == "force" or (settings.solver == "auto" and dual_cholesky_pays(ops, alpha, Y.shape[1])):
+        if ((dual == "force" and dual_rows(ops) <= FACTOR_MAX_ROWS)
+                or (settings.solver == "auto" and dual_cholesky_pays(ops, alpha, Y.shape[1]))):
             try:
                 coef, intercept = dual_cholesky(ops, Y, w, alpha, fit_intercept=settings.fit_intercept,
                                                 n_threads=n_threads, log=settings.log)
