@@ -59,9 +59,9 @@ call = lambda: randfeat.RidgeClassifier(alpha=1.0, features=randfeat.RandomBinni
 X = rng.lognormal(0.0, 1.0, (60000, 10)); y = np.log1p(X[:, 0]) - np.sqrt(X[:, 1])
 call = lambda: randfeat.Ridge(alpha=0.1, features=randfeat.RandomBinningFeatures(30, gamma=0.5, random_state=0)).fit(X, y)
 """,
-    "Ridge binning, tiny alpha, N > D (50000 × 4, 30 grids, alpha 1e-4)": """
+    "Ridge binning, tiny alpha, many rows (50000 × 4, 30 grids, alpha 1e-4)": """
 X = rng.uniform(0, 1, (50000, 4)); y = np.sin(6 * X[:, 0]) + X[:, 1]
-call = lambda: randfeat.Ridge(alpha=1e-4, features=randfeat.RandomBinningFeatures(30, gamma=1.0, random_state=0)).fit(X, y)
+call = lambda: randfeat.Ridge(alpha=1e-4, features=randfeat.RandomBinningFeatures(30, gamma=10.0, random_state=0)).fit(X, y)
 """,
     "RidgeClassifier N < D binning, 26 classes, alpha 1e-4 (letter-like 4000 × 16, 50 grids)": """
 from randfeat.datasets import make_letter_like
