@@ -13,6 +13,7 @@ Public names only, so any two versions with the same API can be compared.
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -96,9 +97,9 @@ print(json.dumps({{"best": min(times), "file": randfeat.__file__, "solver": geta
 """
 
 
-def _time(python, setup, repeats):
+def _time(python, setup, repeats, env=None):
     code = CHILD.format(setup=setup, repeats=repeats)
-    out = subprocess.run([python, "-c", code], capture_output=True, text=True, cwd="/", timeout=1800)
+    out = subprocess.run([python, "-c", code], capture_output=True, text=True, cwd="/", timeout=1800, env=env)
     if out.returncode:
         raise RuntimeError(f"{python}: {out.stderr[-2000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -114,6 +115,11 @@ def main():
     parser.add_argument("--only", default="", help="run only the cases whose name contains this text")
     args = parser.parse_args()
     builds = {"this build": sys.executable, "baseline": args.baseline_python}
+    # PYTHONPATH (how this build is usually given) must not reach the
+    # baseline's interpreter, or both children import this build.
+    baseline_env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    envs = {"this build": None, "baseline": baseline_env}
+    files = set()
     rows = []
     for name, setup in CASES.items():
         if args.only not in name:
@@ -123,7 +129,8 @@ def main():
         for r in range(args.rounds):
             order = list(builds) if r % 2 == 0 else list(reversed(builds))
             for b in order:
-                res = _time(builds[b], setup, args.repeats)
+                res = _time(builds[b], setup, args.repeats, envs[b])
+                files.add((b, res["file"]))
                 times[b].append(res["best"])
                 info[b] = (res.get("solver"), res.get("n_iter"))
         ratios = [a / b for a, b in zip(times["this build"], times["baseline"])]
@@ -140,8 +147,9 @@ def main():
              "baseline's solver |", "|---|---:|---:|---|---|---|"]
     lines += [f"| {r['case']} | {r['this']:.3f} | {r['baseline']:.3f} | {r['ratio']:.3f} [{r['lo']:.3f}, {r['hi']:.3f}] | "
               f"{solver(r, 'this build')} | {solver(r, 'baseline')} |" for r in rows]
+    imported = "; ".join(f"{b}: {f}" for b, f in sorted(files))
     text = "\n".join([f"Two builds, {args.rounds} alternating rounds, best of {args.repeats} per child; "
-                      f"{machine_info()}", "", *lines])
+                      f"{machine_info()}", "", f"Imported: {imported}", "", *lines])
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / args.file).write_text(text + "\n")
     print(text)
