@@ -2,13 +2,14 @@
 
 With Ẑ = W^½ Z_c (Z_c = Z − 1μᵀ, Z centred by its weighted column means μ
 when fitting an intercept; W = diag(sample weights)), ridge's coefficients
-are w = Ẑᵀa with (ẐẐᵀ + αI) a = Ŷ, Ŷ = W^½ (Y − ȳ) (``normal.DualNormalOperator``).
+are β = Ẑᵀa with (ẐẐᵀ + αI) a = Ŷ, Ŷ = W^½ (Y − ȳ) (``normal.DualNormalOperator``).
 The centred, weighted kernel matrix is made from K = Z Zᵀ without forming Z_c:
 
     ẐẐᵀ = W^½ (K − 1kᵀ − k1ᵀ + c 11ᵀ) W^½,   k = K w / S,  c = wᵀ K w / S²,  S = Σ w
 
 (Z μ = K w / S and μᵀμ = wᵀKw / S²; without an intercept k = 0, c = 0).
-Then one Cholesky factor of ẐẐᵀ + αI (``scipy.linalg.cho_factor``) solves
+Then one Cholesky factor of ẐẐᵀ + αI (``cholesky_solve``: blocked, its
+updates on the fit's threads, its bits independent of their number) solves
 every target at once, and the coefficients are materialised, coef =
 Ẑᵀ a = Zᵀ(v − w·Σv/S) with v = W^½ a, and the intercepts ȳ − μᵀcoef as the
 primal fit's: ``predict``, pickles and ``coef_`` are those of the primal
