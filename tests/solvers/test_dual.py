@@ -196,11 +196,12 @@ def test_rows_beyond_half_the_columns_stay_primal():
 
 def test_row_cap_keeps_cg_and_forced_cholesky_takes_the_dual(monkeypatch):
     X, y, w = _binning_problem(n=150)
-    fmap = RandomBinningFeatures(15, gamma=4.0, random_state=0)
+    fmap = RandomBinningFeatures(100, gamma=50.0, random_state=0)
     monkeypatch.setattr(dual, "DUAL_MIN_ROWS", 10)
     monkeypatch.setattr(dual, "DUAL_MAX_ROWS", 10)
     assert Ridge(alpha=1.0, features=fmap).fit(X, y).solver_ in ("cg", "cg-dual")
     forced = Ridge(alpha=1.0, solver="cholesky", features=fmap).fit(X, y, sample_weight=w)
+    assert forced.features_.n_features_out_ > 10000  # wider than "auto"'s primal Cholesky limit
     assert forced.solver_ == "cholesky-dual"
     Z = forced.features_.transform(X).toarray()
     sk = SkRidge(alpha=1.0, solver="cholesky").fit(Z, y, sample_weight=w)
@@ -213,6 +214,15 @@ def test_row_cap_grows_as_alpha_falls():
     caps = [dual.row_cap(ops, a) for a in (10.0, 1.0, 1e-2, 1e-4, 1e-8)]
     assert caps == sorted(caps) and caps[1] == dual.DUAL_MIN_ROWS and caps[-1] == dual.DUAL_MAX_ROWS
     assert not dual.dual_cholesky_pays(ops, 0.0, 1)  # alpha = 0: the centred kernel is singular
+
+
+def test_narrow_sparse_cholesky_stays_primal_for_return_std():
+    # Sparse features up to 10000 wide: solver="cholesky" keeps the primal factor (predictive variance).
+    X, y, _ = _binning_problem(n=150)
+    est = Ridge(alpha=1.0, solver="cholesky", features=RandomBinningFeatures(15, gamma=4.0, random_state=0)).fit(X, y)
+    assert est.solver_ == "cholesky"
+    mean, std = est.predict(X[:5], return_std=True)
+    assert std.shape == (5,) and np.all(std > 0)
 
 
 def test_zero_alpha_cholesky_stays_primal():

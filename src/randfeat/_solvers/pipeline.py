@@ -355,9 +355,12 @@ def fit(settings, template, X, Y, w):
     n_threads = effective_n_threads(settings.n_jobs)
     source = FeatureSource.fit(template, X, settings.log, t0)
     solver = choose_solver(settings.solver, source.sparse, source.n_features)
-    if solver == "cholesky" and source.sparse and settings.alpha > 0 and source.n_rows * DUAL_RATIO <= source.n_features:
-        # Sparse features wider than twice the rows: the primal Gram (D × D,
-        # densified) is the wrong system; factor the dual (``dual.py``).
+    if (solver == "cholesky" and source.sparse and settings.alpha > 0 and source.n_features > CHOLESKY_MAX_FEATURES
+            and source.n_rows * DUAL_RATIO <= source.n_features):
+        # Sparse features wider than "auto"'s Cholesky limit and twice the rows:
+        # the primal Gram (D × D, densified) is the wrong system; factor the
+        # dual (``dual.py``).  Narrower ones keep the primal factor, which
+        # ``predict(return_std=True)`` needs.
         result = solve_cg(settings, source.Z, source.features, Y, w, n_threads, dual="force")
     elif solver == "cholesky":
         result = solve_cholesky(settings, source, Y, w, n_threads, t0)
