@@ -42,18 +42,21 @@ DUAL_RATIO = 2
 
 #: Rows (after identical rows are merged) up to which "auto" factors the
 #: dual at alpha = the kernel's mean diagonal (relative alpha 1); the cap
-#: grows as alpha falls, ``DUAL_MIN_ROWS · alpha_rel^(-1/4)``, up to
+#: grows slowly as alpha falls, ``DUAL_MIN_ROWS · alpha_rel^(-1/10)``, up to
 #: ``DUAL_MAX_ROWS``.  Why: the factor costs N³/3 flops whatever alpha,
-#: CG's iterations grow as alpha falls.  Measured (bench/dual.py, letter-like
-#: data, 50 grids, D ≈ 190000, 26 targets): at alpha 1e-4 CG takes ~450
-#: iterations and the dual factor of ~13700 rows is the faster; at alpha 1
-#: CG takes ~20 iterations and beats any factor above a few thousand rows.
-DUAL_MIN_ROWS = 3000
-DUAL_MAX_ROWS = 15000
+#: CG ~N per iteration, its iterations growing as alpha falls, so the
+#: crossover grows as the square root of CG's iterations.  Measured
+#: (bench/results/dual.md, letter-like data, 50 grids, 185869 columns, 26
+#: targets, alpha 1e-4, a loaded machine): the factor of 13651 rows took
+#: 206 s, CG in the dual 81 s (113 iterations): the crossover is near
+#: 13651/√2.5 ≈ 8600 rows there; at alpha 1 (~20 iterations) near 3600.
+DUAL_MIN_ROWS = 3500
+DUAL_MAX_ROWS = 10000
 
 #: The largest kernel matrix factored, even when forced (``solver="cholesky"``):
-#: SciPy 1.17's bundled OpenBLAS (0.3.30) potrf crashed (segmentation fault)
-#: on a 16000 × 16000 matrix on the development machine and ran at 15000.
+#: 1.8 GB at 15000 rows, the largest size tested.  (SciPy 1.17's bundled
+#: OpenBLAS 0.3.30 potrf crashed, a segmentation fault, on a 16000 × 16000
+#: matrix here; ``cholesky_solve`` never hands it more than ``FACTOR_BLOCK`` rows.)
 FACTOR_MAX_ROWS = 15000
 
 SOLVER_NAME = "cholesky-dual"
@@ -175,7 +178,7 @@ def row_cap(ops, alpha):
         Z = ops.Z
         scale = float(np.einsum("ij,ij->", Z, Z, dtype=np.float64)) / N
     rel = alpha / scale if scale > 0 else 1.0
-    return int(min(DUAL_MAX_ROWS, DUAL_MIN_ROWS * max(rel, 1e-12) ** -0.25))
+    return int(min(DUAL_MAX_ROWS, DUAL_MIN_ROWS * max(rel, 1e-12) ** -0.1))
 
 
 def dual_cholesky(ops, Y, sample_weight, alpha, *, fit_intercept, n_threads, log=None):
