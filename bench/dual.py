@@ -108,7 +108,7 @@ def main():
         rows.append(f"| {alpha:g} | {d['seconds']:.2f} | {d['accuracy']:.4f} | {c['seconds']:.2f} | {c['n_iter']} | "
                     f"{c['accuracy']:.4f} | {a['solver']} |")
     if rows:
-        lines += ["", "Forced dual Cholesky against primal CG on the same binning features, one fit each:", "",
+        lines += ["", "Forced dual Cholesky against CG on the same binning features, one fit each:", "",
                   "| alpha | dual Cholesky (s) | accuracy | CG (s) | CG iterations | accuracy | auto picks |",
                   "|---:|---:|---:|---:|---:|---:|---|", *rows]
     text = "\n".join(lines) + "\n"
