@@ -389,7 +389,8 @@ def cg_result(result, features, dtype, owner):
 def solve_cg(settings, Z, features, Y, w, n_threads, dual="auto"):
     """Preconditioned block CG on a materialised Z (identical rows merged first), or its dual by Cholesky.
 
-    ``dual``: "auto" — with ``solver="auto"``, Cholesky on the dual when
+    ``dual``: "auto" — with ``solver="auto"`` and ``preconditioner="auto"``
+    (an explicit preconditioner asks for CG), Cholesky on the dual when
     ``dual.dual_cholesky_pays`` says so; "force" — whenever the dual has at
     most ``dual.FACTOR_MAX_ROWS`` unknowns (``solver="cholesky"`` on sparse
     features wider than twice the rows).  Otherwise, and when the dual factor
@@ -406,7 +407,8 @@ def solve_cg(settings, Z, features, Y, w, n_threads, dual="auto"):
     try:
         alpha = float(settings.alpha)
         if ((dual == "force" and dual_rows(ops) <= FACTOR_MAX_ROWS)
-                or (settings.solver == "auto" and dual_cholesky_pays(ops, alpha, Y.shape[1]))):
+                or (settings.solver == "auto" and settings.preconditioner == "auto"
+                    and dual_cholesky_pays(ops, alpha, Y.shape[1]))):
             try:
                 coef, intercept = dual_cholesky(ops, Y, w, alpha, fit_intercept=settings.fit_intercept,
                                                 n_threads=n_threads, log=settings.log)
