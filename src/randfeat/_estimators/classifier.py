@@ -173,6 +173,7 @@ class RidgeClassifier(PartialFitMixin, _LeastSquaresClassifier):
         together); None for Cholesky.
     relative_residual_ : ndarray or None
     solver_ : str
+        As :class:`Ridge`'s: "cholesky", "cg", "cholesky-dual" or "cg-dual".
     preconditioner_ : str or None
     features_ : feature map (only when ``features`` is given)
     n_features_in_ : int

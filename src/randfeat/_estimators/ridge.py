@@ -87,7 +87,8 @@ class Ridge(RegressorMixin, PartialFitMixin, BaseRidge):
     relative_residual_ : ndarray of shape (n_targets,) or None
         CG's relative residual reached per target; None for Cholesky.
     solver_ : str
-        Solver used ("cholesky" or "cg").
+        Solver used: "cholesky" or "cg", or "cholesky-dual" / "cg-dual" when the
+        system in N unknowns was solved (more features than rows; user guide, "Solvers").
     preconditioner_ : str or None
         CG's preconditioner; None for Cholesky.
     noise_variance_ : float, ndarray of shape (n_targets,), or None

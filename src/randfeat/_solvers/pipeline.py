@@ -33,8 +33,10 @@ from sklearn.utils._param_validation import InvalidParameterError
 from .._core.protocols import MapCapability, OutputKind
 from .._core.threads import effective_n_threads
 from .._linalg.products import prepare_problem
-from .cg_path import cg_ridge
+from .cg_path import DUAL_DESCRIPTION, cg_ridge
 from .cholesky import RidgeSolution
+from .dual import (DUAL_RATIO, FACTOR_MAX_ROWS, SOLVER_NAME as DUAL_SOLVER, dual_cholesky, dual_cholesky_pays,
+                   dual_rows)
 from .nystrom_preconditioner import DEFAULT_MEMORY_BUDGET
 from .stats import StatisticsAccumulator
 
@@ -353,13 +355,20 @@ def fit(settings, template, X, Y, w):
     n_threads = effective_n_threads(settings.n_jobs)
     source = FeatureSource.fit(template, X, settings.log, t0)
     solver = choose_solver(settings.solver, source.sparse, source.n_features)
-    if solver == "cholesky":
+    if (solver == "cholesky" and source.sparse and settings.alpha > 0 and source.n_features > CHOLESKY_MAX_FEATURES
+            and source.n_rows * DUAL_RATIO <= source.n_features):
+        # Sparse features wider than "auto"'s Cholesky limit and twice the rows:
+        # the primal Gram (D × D, densified) is the wrong system; factor the
+        # dual (``dual.py``).  Narrower ones keep the primal factor, which
+        # ``predict(return_std=True)`` needs.
+        result = solve_cg(settings, source.Z, source.features, Y, w, n_threads, dual="force")
+    elif solver == "cholesky":
         result = solve_cholesky(settings, source, Y, w, n_threads, t0)
     else:
         # CG needs Z at every iteration: materialise it (N × D memory).
         result = solve_cg(settings, source.materialised(), source.features, Y, w, n_threads)
     if settings.log is not None:
-        settings.log(f"fit done ({solver}), elapsed {time.perf_counter() - t0:.1f} s")
+        settings.log(f"fit done ({result.solver}), elapsed {time.perf_counter() - t0:.1f} s")
     return result
 
 
@@ -370,14 +379,23 @@ def check_finite(coef, intercept, owner):
 
 
 def cg_result(result, features, dtype, owner):
-    """The ``FitResult`` of a ``CGResult`` whose features had ``dtype`` (overflow checked)."""
+    """The ``FitResult`` of a ``CGResult`` whose features had ``dtype`` (overflow checked); "cg-dual" if CG ran in the dual."""
     check_finite(result.coef, result.intercept, owner)
-    return FitResult("cg", result.coef.astype(dtype, copy=False), result.intercept.astype(dtype), result.n_iter,
+    solver = "cg-dual" if result.preconditioner == DUAL_DESCRIPTION else "cg"
+    return FitResult(solver, result.coef.astype(dtype, copy=False), result.intercept.astype(dtype), result.n_iter,
                      result.residual, None, features, result.preconditioner)
 
 
-def solve_cg(settings, Z, features, Y, w, n_threads):
-    """Preconditioned block CG on a materialised Z (identical rows merged first); return a ``FitResult``."""
+def solve_cg(settings, Z, features, Y, w, n_threads, dual="auto"):
+    """Preconditioned block CG on a materialised Z (identical rows merged first), or its dual by Cholesky.
+
+    ``dual``: "auto" — with ``solver="auto"`` and ``preconditioner="auto"``
+    (an explicit preconditioner asks for CG), Cholesky on the dual when
+    ``dual.dual_cholesky_pays`` says so; "force" — whenever the dual has at
+    most ``dual.FACTOR_MAX_ROWS`` unknowns (``solver="cholesky"`` on sparse
+    features wider than twice the rows).  Otherwise, and when the dual factor
+    is not positive definite, CG.  Returns a ``FitResult``.
+    """
     settings.check_preconditioner_rank(Z.shape[1])
     n_rows, dtype = Z.shape[0], Z.dtype
     # Z's structure found once; identical feature rows (binning of integer
@@ -387,6 +405,19 @@ def solve_cg(settings, Z, features, Y, w, n_threads):
     if ops.shape[0] < n_rows and settings.log is not None:
         settings.log(f"CG on {ops.shape[0]} distinct feature rows of {n_rows} (identical rows merged)")
     try:
+        alpha = float(settings.alpha)
+        if ((dual == "force" and dual_rows(ops) <= FACTOR_MAX_ROWS)
+                or (settings.solver == "auto" and settings.preconditioner == "auto"
+                    and dual_cholesky_pays(ops, alpha, Y.shape[1]))):
+            try:
+                coef, intercept = dual_cholesky(ops, Y, w, alpha, fit_intercept=settings.fit_intercept,
+                                                n_threads=n_threads, log=settings.log)
+                check_finite(coef, intercept, settings.owner)
+                return FitResult(DUAL_SOLVER, coef.astype(dtype, copy=False), intercept.astype(dtype), None, None,
+                                 None, features)
+            except np.linalg.LinAlgError:
+                if settings.log is not None:
+                    settings.log("dual kernel matrix + alpha*I not positive definite: CG instead")
         result = cg_ridge(ops, Y, w, float(settings.alpha), fit_intercept=settings.fit_intercept,
                           tol=float(settings.tol), max_iter=settings.max_iter, log=settings.log,
                           preconditioner=settings.preconditioner, nystrom_rank=settings.preconditioner_rank,
