@@ -58,7 +58,8 @@ def _close(a, b, rtol=1e-8):
 
 def _same_model(est, ref, X, Xd, rtol=1e-8):
     np.testing.assert_array_equal(est.classes_, ref.classes_)
-    assert est.solver_ == ref.solver_
+    # "auto" for several classes: newton-cg in memory, newton-cholesky on Dask (no held sample there).
+    assert est.solver_ == ref.solver_ or (ref.solver_, est.solver_) == ("newton-cg", "newton-cholesky")
     _close(est.coef_, ref.coef_, rtol)
     _close(est.intercept_, ref.intercept_, rtol)
     assert est.objective_ == pytest.approx(ref.objective_, rel=1e-10)
@@ -86,12 +87,13 @@ FEATURES = {"none": lambda: None, "fourier": rff, "binning": rbf}
 def test_equals_in_memory(sync, n_classes, features, fit_intercept, weighted):
     X, y, w = _data(n_classes)
     w = w if weighted else None
+    # The same solver on both sides (in memory, "auto" is newton-cg for several classes; on Dask
+    # newton-cholesky): the Dask loss against the in-memory one, step for step.
     kw = dict(C=2.0, features=FEATURES[features](), fit_intercept=fit_intercept, tol=1e-12, max_iter=1000,
-              class_weight="balanced" if weighted else None)
+              class_weight="balanced" if weighted else None, solver="newton-cholesky")
     ref = LogisticRegression(**kw).fit(X, y, sample_weight=w)
     Xd, yd, wd = _dask(X, y, w)
     est = LogisticRegression(**kw).fit(Xd, yd, sample_weight=wd)
-    assert ref.solver_ == "newton-cholesky"
     _same_model(est, ref, X, Xd)
     assert est.coef_.shape == ref.coef_.shape == ((1 if n_classes == 2 else n_classes), est.coef_.shape[1])
     np.testing.assert_array_equal(est.predict(Xd).compute(), ref.predict(X))
@@ -357,3 +359,13 @@ def test_threaded_scheduler_same_bits_as_synchronous():
         est = LogisticRegression(**kw).fit(Xd, yd, sample_weight=wd)
     np.testing.assert_array_equal(est.coef_, ref.coef_)
     np.testing.assert_array_equal(est.intercept_, ref.intercept_)
+
+
+def test_auto_on_dask_reaches_the_in_memory_auto_model(sync):
+    # Different solvers under "auto" (newton-cg in memory for 4 classes, newton-cholesky on Dask), one optimum.
+    X, y, _ = _data(4)
+    ref = LogisticRegression(C=2.0, tol=1e-12, max_iter=1000).fit(X, y)
+    est = LogisticRegression(C=2.0, tol=1e-12, max_iter=1000).fit(*_dask(X, y))
+    assert (ref.solver_, est.solver_) == ("newton-cg", "newton-cholesky")
+    _close(est.coef_, ref.coef_, rtol=1e-8)
+    _close(est.predict_proba(X), ref.predict_proba(X), rtol=1e-8)
