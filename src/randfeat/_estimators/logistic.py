@@ -16,18 +16,19 @@ import numpy as np
 from scipy.special import expit, log_expit
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils._param_validation import HasMethods, StrOptions
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted
+from sklearn.utils.validation import check_is_fitted
 
 from .._backends import for_input
 from .._backends.in_memory import IN_MEMORY
 from .._core.params import ValidatedParamsMixin, fit_context
 from .._core.threads import effective_n_threads
 from .._core.types import ArrayLike, Float, MatrixLike, Predictions, Self, Transformer
-from .._core.validation import _ALLOW_ZERO_WEIGHTS, N_JOBS, Interval, validate_X
+from .._core.validation import N_JOBS, Interval, validate_X
 from .._maps.contract import FeatureMap
 from .._solvers.logistic import LOGISTIC_SOLVERS, LogisticSettings
 from .base import FeaturesParamMixin
-from .targets import ClassTargets
+from .targets import (ClassTargets, check_class_totals, check_weight_scale, logistic_sample_weight,
+                      solver_for_weights)
 
 
 class LogisticRegression(ClassifierMixin, FeaturesParamMixin, ValidatedParamsMixin, BaseEstimator):
@@ -218,12 +219,12 @@ class LogisticRegression(ClassifierMixin, FeaturesParamMixin, ValidatedParamsMix
             solver = self.solver
         else:
             X, y, _ = backend.validate_fit(self, X, y, None, y_numeric=False)
-            sample_weight = _sample_weight(sample_weight, X)
+            sample_weight = logistic_sample_weight(sample_weight, X)
             targets = ClassTargets(y, owner, self.class_weight)
-            _check_class_totals(targets, y, sample_weight, self.class_weight, owner)
+            check_class_totals(targets, y, sample_weight, self.class_weight, owner)
             sample_weight = targets.weighted(y, sample_weight, self.class_weight)
-            _check_weight_scale(sample_weight, len(y), float(self.C), owner)
-            solver = _solver_for_weights(self.solver, sample_weight, owner)
+            check_weight_scale(sample_weight, len(y), float(self.C), owner)
+            solver = solver_for_weights(self.solver, sample_weight, owner)
         warm = vars(self).get("_warm")
         init = None
         if self.warm_start and warm is not None and np.array_equal(warm[0], targets.classes):
@@ -344,60 +345,3 @@ class LogisticRegression(ClassifierMixin, FeaturesParamMixin, ValidatedParamsMix
 
 
 # ------------------------------------------------------------ validation
-def _sample_weight(sample_weight, X):
-    """scikit-learn's conversion of ``sample_weight`` (finite, one per row of X, float64), negative entries kept.
-
-    scikit-learn's ``LogisticRegression`` fits negative weights; randfeat's
-    shared check (``check_sample_weight``, Ridge's) refuses them, so the
-    logistic fit converts its weights here.  Zero and negative totals are
-    refused by ``_check_weight_scale``.
-    """
-    if sample_weight is None:
-        return None
-    return _check_sample_weight(sample_weight, X, dtype=np.float64, **_ALLOW_ZERO_WEIGHTS)
-
-
-def _solver_for_weights(solver, sample_weight, owner):
-    """The solver to run: L-BFGS for negative weights (Newton's Hessian takes the weights' square roots)."""
-    if sample_weight is None or not np.any(sample_weight < 0):
-        return solver
-    if solver == "newton-cholesky":
-        raise ValueError(f"{owner}: solver='newton-cholesky' needs non-negative sample weights (its Hessian is "
-                         f"built from their square roots), and sample_weight times the class weights has "
-                         f"{int(np.sum(sample_weight < 0))} negative entries; use solver='lbfgs' or 'auto'")
-    return "lbfgs"
-
-
-def _check_class_totals(targets, y, sample_weight, class_weight, owner):
-    """ValueError when ``"balanced"`` would divide by a class whose rows all weigh zero (infinite weights)."""
-    if class_weight != "balanced" or sample_weight is None:
-        return
-    totals = np.bincount(targets.encode(y), weights=sample_weight, minlength=targets.n_classes)
-    empty = targets.classes[totals <= 0]
-    if empty.size:
-        raise ValueError(f"{owner}: class_weight='balanced' divides by each class's total sample_weight, but the "
-                         f"rows of class(es) {empty.tolist()!r} have a total sample_weight <= 0; drop those rows or "
-                         f"give them positive weights")
-
-
-def _check_weight_scale(sample_weight, n_samples, C, owner):
-    """ValueError unless the class-weighted sample weights leave a positive total whose product with C is usable.
-
-    The solvers scale the loss by 1 / (C · Σw): a zero total (every class
-    weight 0) or a product outside float64's range would divide by zero or
-    give an infinite or zero penalty.
-    """
-    total = float(n_samples) if sample_weight is None else float(np.sum(sample_weight))
-    if total == 0 and not np.any(sample_weight):
-        raise ValueError(f"{owner}: sample_weight (times the class weights) is zero for every sample, so no "
-                         f"sample counts in the fit; give at least one class and one row a positive weight")
-    if not total > 0:
-        raise ValueError(f"{owner}: sample_weight (times the class weights) sums to {total:.3g}; the loss is "
-                         f"scaled by the total weight, which must be positive (negative weights are accepted "
-                         f"only when the positive ones outweigh them)")
-    scale = C * total
-    if not (np.isfinite(scale) and scale >= np.finfo(np.float64).tiny):
-        raise ValueError(f"{owner}: C times the total sample weight is {scale:.3g} (C={C:.3g}, total weight "
-                         f"{total:.3g}), outside the range float64 can scale the loss by; use a C or sample "
-                         f"weights nearer 1 (multiplying every weight by c is the same model as C·c)")
-

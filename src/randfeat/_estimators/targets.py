@@ -4,6 +4,9 @@ An encoding is made by the estimator and handed to the backend, which
 applies it where the rows are: ``encode`` to a validated in-memory y,
 ``encode_block`` to one raw row block of a Dask y (on a worker).  ``shape``
 says how the fitted attributes are shaped (scikit-learn's conventions).
+
+Also the checks of logistic regression's row weights (sample weights times
+class weights), which unlike Ridge's may be negative (as scikit-learn's).
 """
 
 import inspect
@@ -12,7 +15,9 @@ import numpy as np
 from sklearn.preprocessing import LabelBinarizer
 from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
-from sklearn.utils.validation import check_array
+from sklearn.utils.validation import _check_sample_weight, check_array
+
+from .._core.validation import _ALLOW_ZERO_WEIGHTS
 
 
 class RealTargets:
@@ -173,3 +178,63 @@ class ClassTargets:
 
 
 _CLASS_WEIGHT_TAKES_SAMPLE_WEIGHT = "sample_weight" in inspect.signature(compute_class_weight).parameters
+
+
+# ------------------------------------------------ logistic regression's weights
+def logistic_sample_weight(sample_weight, X):
+    """scikit-learn's conversion of ``sample_weight`` (finite, one per row of X, float64), negative entries kept.
+
+    scikit-learn's ``LogisticRegression`` fits negative weights; randfeat's
+    shared check (``check_sample_weight``, Ridge's) refuses them, so the
+    logistic fit converts its weights here.  Zero and negative totals are
+    refused by ``check_weight_scale``.
+    """
+    if sample_weight is None:
+        return None
+    return _check_sample_weight(sample_weight, X, dtype=np.float64, **_ALLOW_ZERO_WEIGHTS)
+
+
+def solver_for_weights(solver, sample_weight, owner):
+    """The solver to run: L-BFGS for negative weights (Newton's Hessian takes the weights' square roots)."""
+    if sample_weight is None or not np.any(sample_weight < 0):
+        return solver
+    if solver == "newton-cholesky":
+        raise ValueError(f"{owner}: solver='newton-cholesky' needs non-negative sample weights (its Hessian is "
+                         f"built from their square roots), and sample_weight times the class weights has "
+                         f"{int(np.sum(sample_weight < 0))} negative entries; use solver='lbfgs' or 'auto'")
+    return "lbfgs"
+
+
+def check_class_totals(targets, y, sample_weight, class_weight, owner):
+    """ValueError when ``"balanced"`` would divide by a class whose rows all weigh zero (infinite weights)."""
+    if class_weight != "balanced" or sample_weight is None:
+        return
+    totals = np.bincount(targets.encode(y), weights=sample_weight, minlength=targets.n_classes)
+    empty = targets.classes[totals <= 0]
+    if empty.size:
+        raise ValueError(f"{owner}: class_weight='balanced' divides by each class's total sample_weight, but the "
+                         f"rows of class(es) {empty.tolist()!r} have a total sample_weight <= 0; drop those rows or "
+                         f"give them positive weights")
+
+
+def check_weight_scale(sample_weight, n_samples, C, owner):
+    """ValueError unless the class-weighted sample weights leave a positive total whose product with C is usable.
+
+    The solvers scale the loss by 1 / (C · Σw): a zero total (every class
+    weight 0) or a product outside float64's range would divide by zero or
+    give an infinite or zero penalty.
+    """
+    total = float(n_samples) if sample_weight is None else float(np.sum(sample_weight))
+    if total == 0 and not np.any(sample_weight):
+        raise ValueError(f"{owner}: sample_weight (times the class weights) is zero for every sample, so no "
+                         f"sample counts in the fit; give at least one class and one row a positive weight")
+    if not total > 0:
+        raise ValueError(f"{owner}: sample_weight (times the class weights) sums to {total:.3g}; the loss is "
+                         f"scaled by the total weight, which must be positive (negative weights are accepted "
+                         f"only when the positive ones outweigh them)")
+    scale = C * total
+    if not (np.isfinite(scale) and scale >= np.finfo(np.float64).tiny):
+        raise ValueError(f"{owner}: C times the total sample weight is {scale:.3g} (C={C:.3g}, total weight "
+                         f"{total:.3g}), outside the range float64 can scale the loss by; use a C or sample "
+                         f"weights nearer 1 (multiplying every weight by c is the same model as C·c)")
+
