@@ -170,12 +170,12 @@ def test_binning_features_stay_sparse(kind, solver):
 
 
 def test_streamed_features_equal_held(monkeypatch):
-    import randfeat._solvers.logistic as logistic_mod
+    import randfeat._solvers.logistic_rows as rows_mod
 
     X, y = data("ten")
     held = rf_fit(X, y, 1.0, "newton-cholesky", rff(), chunk_size=128)
-    monkeypatch.setattr(logistic_mod, "MATERIALISE_BYTES", 0)
-    monkeypatch.setattr(logistic_mod, "HELD_FLOAT32_BYTES", 0)  # made again at every pass
+    monkeypatch.setattr(rows_mod, "MATERIALISE_BYTES", 0)
+    monkeypatch.setattr(rows_mod, "HELD_FLOAT32_BYTES", 0)  # made again at every pass
     streamed = rf_fit(X, y, 1.0, "newton-cholesky", rff(), chunk_size=128)
     np.testing.assert_array_equal(held.coef_, streamed.coef_)
 
@@ -184,11 +184,11 @@ def test_streamed_features_equal_held(monkeypatch):
 @pytest.mark.parametrize("solver", SOLVERS)
 def test_features_partly_held_in_float32(kind, solver, monkeypatch):
     """Beyond MATERIALISE_BYTES the first rows are held rounded to float32, the rest made again per pass."""
-    import randfeat._solvers.logistic as logistic_mod
+    import randfeat._solvers.logistic_rows as rows_mod
 
     X, y = data(kind)
-    monkeypatch.setattr(logistic_mod, "MATERIALISE_BYTES", 0)
-    monkeypatch.setattr(logistic_mod, "HELD_FLOAT32_BYTES", 250 * 101 * 4)  # 250 of the 600 rows
+    monkeypatch.setattr(rows_mod, "MATERIALISE_BYTES", 0)
+    monkeypatch.setattr(rows_mod, "HELD_FLOAT32_BYTES", 250 * 101 * 4)  # 250 of the 600 rows
     est = rf_fit(X, y, 1.0, solver, rff(), chunk_size=128)
     Z = est.features_.transform(X)
     Z32 = Z.copy()

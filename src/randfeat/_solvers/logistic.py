@@ -11,14 +11,10 @@ scikit-learn it is minimised divided by C·S (S = Σ w): the mean loss plus
 ‖coef‖²/(2·C·S), so ``tol`` means what it means there (a bound on the
 gradient of that scaled objective).
 
-Where the rows come from (``DesignRows``): the features of a
-``pipeline.FeatureSource``, bare (the loss adds the intercept itself, so
-binning's CSR is read as it is, never copied nor densified), in float64, a
-chunk of rows at a time.  They are made once and held when they fit
-``MATERIALISE_BYTES`` in float64; beyond, the first rows that fit
-``HELD_FLOAT32_BYTES`` are held rounded to float32 (widened back a small
-block at a time) and the others are made again from X at every pass (a
-pass is one evaluation of the loss and its gradient over every row).
+Where the rows come from: ``logistic_rows.DesignRows`` (the features of a
+``pipeline.FeatureSource``, bare, held in float64 or float32 or made again
+at every pass; a pass is one evaluation of the loss and its gradient over
+every row).
 
 Solvers:
 
@@ -53,6 +49,7 @@ do not depend on it, ``Z @ θ`` is ``row_products`` (row-independent), every
 sum over rows is single-threaded BLAS or fixed tiles.
 """
 
+import copy
 import dataclasses
 import time
 import warnings
@@ -70,21 +67,13 @@ from .._core.threads import effective_n_threads, single_threaded_blas
 from .._linalg.products import row_products
 from .gram import _tiled_gram_add
 from .logistic_cg import SampledCurvature, newton_cg
-from .pipeline import FeatureSource, row_chunks
+from .logistic_rows import WORK_BYTES, DesignRows
+from .pipeline import FeatureSource
 
 LOGISTIC_SOLVERS = ("auto", "lbfgs", "newton-cholesky", "newton-cg")
 
 #: Largest Hessian (float64 bytes) for which ``solver="auto"`` picks Newton: (K·P)² <= 2^25, K·P <= 5792.
 NEWTON_MEMORY_BYTES = 256 * 2**20
-
-#: Largest float64 design (N × P bytes) held between passes; beyond it dense features are held in float32 ...
-MATERIALISE_BYTES = 256 * 2**20
-
-#: ... for as many rows as fit this many bytes, the other rows' features made again at every pass.
-HELD_FLOAT32_BYTES = 448 * 2**20
-
-#: Bytes of the temporary copies a pass makes (weighted rows for the Hessian, features being held): 16 MiB.
-WORK_BYTES = 16 * 2**20
 
 #: Rows the Newton Hessian is summed over at least (all of them below; a systematic sample of every
 #: stride-th row above): it only steers the step (sub-sampled Newton; the gradient is always exact).
@@ -149,111 +138,6 @@ class LogisticResult(NamedTuple):
     converged: bool
     objective: float  # C·Σ w·loss + ½‖coef‖² at the solution
     features: object  # the fitted feature map, or None
-
-
-# ------------------------------------------------------------------ the rows
-class DesignRows:
-    """The rows [z_i, 1] (the 1 only with an intercept), a chunk at a time, as float64 blocks.
-
-    Features are given bare (``bare``: without the column of ones, the loss
-    adds the intercept itself: no copy of the rows; binning's CSR is used as
-    it is).  Dense features are held in float64 when they fit
-    ``MATERIALISE_BYTES``; else the first rows that fit ``HELD_FLOAT32_BYTES``
-    are held rounded to float32 (widened to float64 a small block at a time
-    when read) and the rest are made again from X at every pass.
-
-    Parameters
-    ----------
-    source : FeatureSource
-    fit_intercept : bool
-    chunk_size : int or None
-    """
-
-    def __init__(self, source, fit_intercept, chunk_size):
-        self.source, self.fit_intercept = source, fit_intercept
-        self.n_features = source.n_features
-        self.width = self.n_features + int(fit_intercept)
-        self.n_rows = source.n_rows
-        self.held, self.held32, self.n_held32 = None, None, 0
-        self.bare = fit_intercept
-        self.chunk_size = chunk_size
-        if source.sparse:  # binning: CSR stays CSR (no copy when it is float64 already), one block
-            self.held, self.bounds = source.Z.astype(np.float64, copy=False).tocsr(copy=False), [(0, self.n_rows)]
-            return
-        D = max(1, self.n_features)
-        self.bounds = list(row_chunks(self.n_rows, self.n_features, 8, chunk_size))
-        step = chunk_size or max(64, WORK_BYTES // (8 * D))  # made in small chunks, then held
-        if self.n_rows * D * 8 <= MATERIALISE_BYTES:
-            self.held = np.empty((self.n_rows, self.n_features))
-            for s, e, Zb, _ in self.source.dense_blocks(step):
-                self.held[s:e] = Zb
-            return
-        self.n_held32 = min(self.n_rows, HELD_FLOAT32_BYTES // (4 * D))
-        if self.n_held32:
-            self.held32 = np.empty((self.n_held32, self.n_features), dtype=np.float32)
-            for s, e, Zb, _ in self.source.rows(slice(0, self.n_held32)).dense_blocks(step):
-                self.held32[s:e] = Zb
-
-    @property
-    def materialised(self):
-        """True when all the rows are held between passes (not made again from X)."""
-        return self.held is not None or self.n_held32 == self.n_rows
-
-    def describe(self):
-        """How the rows are kept, for the verbose log."""
-        if self.held is not None:
-            return "held (sparse)" if sp.issparse(self.held) else "held (float64)"
-        if self.n_held32:
-            return f"{self.n_held32} of {self.n_rows} rows held in float32, the rest made again at every pass"
-        return "made again at every pass"
-
-    def augmented(self, Zb):
-        """[Zb, 1] for bare rows (a copy), else Zb itself."""
-        if not self.bare:
-            return Zb
-        if sp.issparse(Zb):
-            return sp.hstack([Zb, np.ones((Zb.shape[0], 1))], format="csr")
-        out = np.empty((Zb.shape[0], self.width), dtype=Zb.dtype)
-        out[:, :self.n_features] = Zb
-        out[:, -1] = 1.0
-        return out
-
-    def blocks(self):
-        """Yield (start, stop, rows): bare float64 rows, dense n × D (valid until the next block) or CSR (one block)."""
-        if self.held is not None:
-            if sp.issparse(self.held):
-                yield 0, self.n_rows, self.held
-            else:
-                for s, e in self.bounds:
-                    yield s, e, self.held[s:e]
-            return
-        if self.n_held32:
-            step = self.chunk_size or max(64, WORK_BYTES // (8 * max(1, self.n_features)))
-            buffer = np.empty((min(step, self.n_held32), self.n_features))
-            for s in range(0, self.n_held32, step):
-                e = min(s + step, self.n_held32)
-                out = buffer[:e - s]
-                out[...] = self.held32[s:e]
-                yield s, e, out
-        if self.n_held32 < self.n_rows:
-            rest = self.source.rows(slice(self.n_held32, None)) if self.n_held32 else self.source
-            # Chunks of WORK_BYTES beside the held rows (the default 64 MiB when nothing is held).
-            step = self.chunk_size or (max(64, WORK_BYTES // (8 * max(1, self.n_features))) if self.n_held32 else None)
-            for s, e, Zb, _ in rest.dense_blocks(step):
-                yield s + self.n_held32, e + self.n_held32, np.asarray(Zb, dtype=np.float64)
-
-    def sample(self, index, dtype):
-        """The bare rows ``index`` (sorted row numbers) as one matrix: dense of ``dtype``, or CSR float64."""
-        if self.held is not None:
-            return self.held[index] if sp.issparse(self.held) else self.held[index].astype(dtype)
-        out = np.empty((len(index), self.n_features), dtype=dtype)
-        cut = int(np.searchsorted(index, self.n_held32))
-        if cut:
-            out[:cut] = self.held32[index[:cut]]
-        step = max(64, WORK_BYTES // (8 * max(1, self.n_features)))
-        for s in range(cut, len(index), step):  # made WORK_BYTES at a time: no float64 copy of the whole sample
-            out[s:s + step] = self.source.rows(index[s:s + step]).materialised()
-        return out
 
 
 # ------------------------------------------------------------------ the loss
@@ -326,6 +210,12 @@ class LogisticLoss:
         self._samples = {}  # stride -> (row numbers, their features): the samples the Hessians are summed over
         self._last = None  # (θ's bytes, f) of the last evaluation: ``objective`` reads it without a pass
         self.passes = 0
+
+    def with_l2(self, l2):
+        """This loss at another penalty ``l2`` (a new C): the rows and the held Hessian samples shared."""
+        other = copy.copy(self)
+        other.l2, other._last, other.passes = l2, None, 0
+        return other
 
     def _sampled(self, start):
         """The rows of a block starting at row ``start`` that the Hessian sums: every ``stride``-th row of X."""
@@ -522,7 +412,20 @@ class _Factor:
             return 0.5 * float(d @ (self.H @ d))
 
 
-def newton_cholesky(loss, theta, max_iter, tol, log=None, sampled_hessian=None):
+class HessianCarry:
+    """The data part of ``newton_cholesky``'s last Hessian (without the penalty), carried along a C path.
+
+    Only the penalty of the Hessian changes with C, so the next C of a path
+    (``logistic_path``) starts from this one plus its own penalty: a
+    factorisation instead of a new Hessian.  ``data`` is None until the
+    first Hessian.
+    """
+
+    def __init__(self):
+        self.data = None
+
+
+def newton_cholesky(loss, theta, max_iter, tol, log=None, sampled_hessian=None, carry=None):
     """Newton's method with step halving and a lazily refreshed Hessian; return (θ, iterations, converged, fell back).
 
     Stops when max |gradient| <= tol and ½·dᵀHd <= tol (scikit-learn's
@@ -537,9 +440,21 @@ def newton_cholesky(loss, theta, max_iter, tol, log=None, sampled_hessian=None):
     every row (``LogisticLoss.sampled_hessian``, from its held row sample);
     None: each Hessian is summed by ``loss.evaluate(θ, hessian=True)`` in a
     pass (then the trial point after a fresh Hessian sums one too).
+
+    ``carry``: a ``HessianCarry`` holding the data part of the previous fit's
+    last Hessian (a C path): the first step uses it with this loss's
+    penalty (as a kept Hessian: summed again if its step fails), and every
+    new Hessian is left in it.  None: no carry.
     """
     null = loss.null_direction()
     sampled = sampled_hessian
+    penalty = loss.l2 * loss.penalty_mask().ravel()
+
+    def factored(H):
+        if carry is not None:
+            carry.data = H.copy()
+            carry.data[np.diag_indices_from(H)] -= penalty
+        return _Factor(H, null, strict=loss.hessian_dtype == np.float32)
 
     def hessian_at(theta, f=None, g=None):
         while True:
@@ -550,14 +465,26 @@ def newton_cholesky(loss, theta, max_iter, tol, log=None, sampled_hessian=None):
                     f, g, _ = loss.evaluate(theta)
                 H = sampled(theta)
             try:
-                return f, g, _Factor(H, null, strict=loss.hessian_dtype == np.float32)
+                return f, g, factored(H)
             except np.linalg.LinAlgError:  # float32 products lost definiteness: sum it again in float64
                 if log is not None:
                     log("newton-cholesky: the float32 Hessian is not positive definite; summing it in float64")
                 loss.hessian_dtype = np.float64
 
-    f, g, factor = hessian_at(theta)
-    fresh = True
+    factor = None
+    if carry is not None and carry.data is not None:
+        H = carry.data.copy()
+        H[np.diag_indices_from(H)] += penalty
+        try:
+            factor = _Factor(H, null, strict=True)
+        except np.linalg.LinAlgError:
+            factor = None
+    if factor is None:
+        f, g, factor = hessian_at(theta)
+        fresh = True
+    else:  # the carried Hessian is a kept one: summed again here if its step fails
+        f, g, _ = loss.evaluate(theta)
+        fresh = False
     # After a step that called for a new Hessian, the next trial point's pass sums one too: when that
     # step is taken with too little progress, its Hessian is then at hand without a pass of its own.
     expect_new = sampled is None
@@ -608,7 +535,7 @@ def newton_cholesky(loss, theta, max_iter, tol, log=None, sampled_hessian=None):
         factor = None
         if Ht is not None:
             try:
-                factor = _Factor(Ht, null, strict=loss.hessian_dtype == np.float32)
+                factor = factored(Ht)
             except np.linalg.LinAlgError:
                 loss.hessian_dtype = np.float64
         if factor is None:

@@ -41,6 +41,7 @@ from sklearn.exceptions import ConvergenceWarning
 from .._core.threads import single_threaded_blas
 from .._linalg.products import row_products
 from .gram import _tiled_gram_add
+from .logistic_rows import WORK_BYTES
 
 #: The most Hessian-vector products per Newton step (scikit-learn's ``maxinner``).
 MAX_INNER = 200
@@ -51,9 +52,6 @@ KEEP_PRECONDITIONER = 10
 
 #: Largest P × P float64 Gram (bytes) the preconditioner factors; beyond it, its diagonal.
 PRECONDITIONER_BYTES = 256 * 2**20
-
-#: Bytes of the weighted copies of sample rows the Gram is summed from at a time.
-WORK_BYTES = 16 * 2**20
 
 
 class SampledCurvature:

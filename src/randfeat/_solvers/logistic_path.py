@@ -9,12 +9,13 @@ from the folds' mean model there), or each fold's own best is averaged
 (``refit=False``).
 
 A fold's fits share its rows (``logistic.DesignRows``, made once) and
-``logistic.LogisticLoss``: Newton (``NewtonPath``) keeps the data part of
-its Hessian from one C to the next, so a new C costs a Cholesky
-factorisation and a few passes for the gradient rather than a pass summing
-the N·P² Hessian products; L-BFGS starts from the previous C's solution; a
-solver this engine does not know runs through ``logistic.fit`` with
-``LogisticSettings.init``.
+its ``logistic.LogisticLoss`` (``with_l2`` per C: the Hessian's row
+sample held once); Newton (``logistic.newton_cholesky`` with a
+``HessianCarry``) starts each C from the data part of the previous C's
+last Hessian, so a new C costs a Cholesky factorisation and a few passes
+for the gradient rather than a new Hessian; L-BFGS starts from the
+previous C's solution; a solver this engine does not know runs through
+``logistic.fit`` with ``LogisticSettings.init``.
 
 The features of X are made once per gamma and held (N × D in X's float
 dtype; binning's CSR stays CSR), so that every fold and every C reads them
@@ -36,25 +37,17 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
 import numpy as np
-import scipy.linalg
 import scipy.sparse as sp
 from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import check_cv
 
 from .._core.memory_budget import check_memory
-from .._core.threads import effective_n_threads, single_threaded_blas
+from .._core.threads import effective_n_threads
 from . import logistic
 from .logistic import DesignRows, LogisticLoss, LogisticSettings, choose_logistic_solver
 from .pipeline import FeatureSource
 from .selection import AUTO_GAMMA_FACTORS, as_positive
-
-#: Newton's line search (as ``logistic.newton_cholesky``'s): Armijo's constant, the most step halvings;
-#: the Hessian is kept while a full step shrinks max |gradient| at least ``KEEP_HESSIAN`` times.
-ARMIJO = 2.0**-11
-MAX_HALVINGS = 20
-KEEP_HESSIAN = 0.8
-
 
 @dataclasses.dataclass(frozen=True)
 class PathSettings:
@@ -130,7 +123,7 @@ def fold_path(settings, Z, labels, n_classes, w, train, test, n_threads, fold):
     """The C path on one fold: (coefs (A, K, P), n_iter (A,), held-out decision values (A, n_test, K)).
 
     The fold's rows are made once (``DesignRows`` of its copy of Z's rows);
-    Newton carries its Hessian from C to C (``NewtonPath``), L-BFGS starts
+    Newton carries its Hessian from C to C (``HessianCarry``), L-BFGS starts
     from the previous C's solution; a solver this engine does not know runs
     through ``logistic.fit`` with ``init``.
     """
@@ -146,14 +139,18 @@ def fold_path(settings, Z, labels, n_classes, w, train, test, n_threads, fold):
     rows = DesignRows(FeatureSource(None, None, Ztrain), fs.fit_intercept, fs.chunk_size)
     K, P, D = (1 if n_classes == 2 else n_classes), rows.width, rows.n_features
     solver = choose_logistic_solver(fs.solver, K * P)
-    newton = NewtonPath() if solver == "newton-cholesky" else None
+    carry = logistic.HessianCarry() if solver == "newton-cholesky" else None
     theta = np.zeros(K * P)
     coefs, n_iter, F = [], [], []
+    loss = None
     for C in settings.Cs:
         if solver in ("newton-cholesky", "lbfgs"):
-            loss = LogisticLoss(rows, labels[train], wtrain / total, n_classes, 1.0 / (float(C) * total), n_threads)
-            if newton is not None:
-                theta, it, converged = newton.solve(loss, theta, fs.max_iter, fs.tol)
+            l2 = 1.0 / (float(C) * total)
+            loss = (LogisticLoss(rows, labels[train], wtrain / total, n_classes, l2, n_threads) if loss is None
+                    else loss.with_l2(l2))
+            if carry is not None:
+                theta, it, converged, _ = logistic.newton_cholesky(loss, theta, fs.max_iter, fs.tol, None,
+                                                                   loss.sampled_hessian, carry)
             else:
                 theta, it, converged = logistic.lbfgs(loss, theta, fs.max_iter, fs.tol)
             if not converged:
@@ -178,108 +175,6 @@ def fold_path(settings, Z, labels, n_classes, w, train, test, n_threads, fold):
         fs.log(f"fold {fold + 1}: {len(settings.Cs)} Cs fitted ({solver}) in {time.perf_counter() - t0:.2f} s, "
                f"{sum(n_iter)} iterations")
     return np.stack(coefs), np.array(n_iter, dtype=np.int32), F
-
-
-class NewtonPath:
-    """Newton's method along a C path, the data part of its Hessian carried from one C to the next.
-
-    The Hessian of the scaled objective is Zᵀ diag(s) Z (data, summed by
-    ``LogisticLoss``) plus l2 on the penalised diagonal; only the l2 part
-    changes with C.  So the data part of the last Hessian is kept: a new C
-    costs a Cholesky factorisation (P³/3) instead of a pass summing
-    N·P² products, and the data part is summed again (at the current θ)
-    only when a step shrinks max |gradient| by less than ``KEEP_HESSIAN`` or
-    its line search fails.  The gradient, the objective and the stopping
-    test are exact, as ``logistic.newton_cholesky``'s (scikit-learn's
-    criterion: max |gradient| <= tol and half the Newton decrement <= tol).
-    """
-
-    def __init__(self):
-        self.data, self.dtype = None, None
-
-    def _refresh(self, loss, theta):
-        """Sum the Hessian at θ (one pass that also gives f and g); keep its data part."""
-        if self.dtype is not None:
-            loss.hessian_dtype = self.dtype
-        f, g, H = loss.evaluate(theta, hessian=True)
-        H[np.diag_indices_from(H)] -= loss.l2 * loss.penalty_mask().ravel()
-        self.data = H
-        return f, g
-
-    def _factor(self, loss, theta):
-        """(A, solve): A = data + l2 on the diagonal, and d ↦ the step solving A d = −g."""
-        null = loss.null_direction()
-        while True:
-            A = self.data.copy()
-            A[np.diag_indices_from(A)] += loss.l2 * loss.penalty_mask().ravel()
-            # The multinomial intercepts' common shift is a null direction: made definite there, projected out.
-            B = A if null is None else A + np.outer(null, null) * max(1.0, float(np.mean(np.diag(A))))
-            try:
-                with single_threaded_blas():
-                    factor = scipy.linalg.cho_factor(B, lower=True, check_finite=False)
-                break
-            except np.linalg.LinAlgError:
-                if loss.hessian_dtype != np.float64:  # float32 products lost definiteness: sum in float64
-                    self.dtype = np.float64
-                    self._refresh(loss, theta)
-                    continue
-                factor = None
-                break
-
-        def solve(g):
-            with single_threaded_blas():
-                if factor is not None:
-                    d = scipy.linalg.cho_solve(factor, -g, check_finite=False)
-                else:
-                    d = scipy.linalg.lstsq(B, -g, check_finite=False, cond=1e-12)[0]
-            return d if null is None else d - null * float(null @ d)
-
-        return A, solve
-
-    def solve(self, loss, theta, max_iter, tol):
-        """Minimise ``loss`` from θ; return (θ, iterations, converged)."""
-        fresh = self.data is None
-        if fresh:
-            f, g = self._refresh(loss, theta)
-        else:
-            f, g, _ = loss.evaluate(theta)
-        A, step = self._factor(loss, theta)
-        eps = np.finfo(np.float64).eps
-        it = 0
-        while it < max_iter:
-            it += 1
-            d = step(g)
-            slope = float(g @ d)
-            t, accepted = 1.0, False
-            if slope < 0:
-                for _ in range(MAX_HALVINGS + 1):
-                    ft, gt, _ = loss.evaluate(theta + t * d)
-                    if ft <= f + ARMIJO * t * slope or (
-                            ft - f <= 64 * eps * abs(f) and np.abs(gt).sum() < np.abs(g).sum()):
-                        accepted = True
-                        break
-                    t /= 2
-            if not accepted:
-                if not fresh:  # a kept Hessian: sum it here and retry this step
-                    f, g = self._refresh(loss, theta)
-                    A, step = self._factor(loss, theta)
-                    fresh, it = True, it - 1
-                    continue
-                theta, n, converged = logistic.lbfgs(loss, theta, max(1, max_iter - it), tol)
-                return theta, it + n, converged
-            shrink = float(np.max(np.abs(gt))) / max(float(np.max(np.abs(g))), np.finfo(float).tiny)
-            theta, f, g = theta + t * d, ft, gt
-            with single_threaded_blas():
-                decrement = 0.5 * float(d @ (A @ d))
-            if float(np.max(np.abs(g))) <= tol and decrement <= tol:
-                return theta, it, True
-            if t == 1.0 and shrink <= KEEP_HESSIAN:
-                fresh = False
-                continue
-            f, g = self._refresh(loss, theta)
-            A, step = self._factor(loss, theta)
-            fresh = True
-        return theta, max_iter, False
 
 
 def _workers(n_threads, n_folds):
