@@ -219,6 +219,60 @@ def test_sampled_hessian_reaches_the_same_optimum(kind, solver, monkeypatch):
     np.testing.assert_allclose(est.predict_proba(X), ref.predict_proba(Z), atol=1e-4)
 
 
+@pytest.mark.parametrize("C", [1.0, 100.0])
+def test_sampled_hessian_escalates_to_every_row(C, monkeypatch, capsys):
+    """When the sample's Hessian converges slowly near the optimum, the rest sums every row: the same optimum."""
+    import randfeat._solvers.logistic as logistic_mod
+
+    X, y = data("binary")
+    monkeypatch.setattr(logistic_mod, "HESSIAN_ROWS", 60)
+    monkeypatch.setattr(logistic_mod, "HESSIAN_ROWS_PER_PARAMETER", 1)  # the Hessian over every 10th row
+    monkeypatch.setattr(logistic_mod, "QUADRATIC_DECREMENT", np.inf)
+    monkeypatch.setattr(logistic_mod, "_every_row_pays", lambda *args: True)
+    est = rf_fit(X, y, C, "newton-cholesky", rff(20), verbose=1)
+    assert "summed over every row" in capsys.readouterr().err
+    Z = est.features_.transform(X)
+    ref = sk_fit(Z, y, C)
+    ours = objective(est.coef_, est.intercept_, C, Z, y, est.classes_)
+    theirs = objective(ref.coef_, ref.intercept_, C, Z, y, ref.classes_)
+    assert abs(ours - theirs) <= 1e-6 * theirs
+    np.testing.assert_allclose(est.predict_proba(X), ref.predict_proba(Z), atol=1e-4)
+
+
+def test_every_row_pays_by_cost():
+    """Escalation pays when many sampled steps remain, not when one or two do."""
+    from types import SimpleNamespace
+
+    from randfeat._solvers.logistic import _every_row_pays
+
+    loss = SimpleNamespace(K=1, P=1001, stride=4)
+    assert _every_row_pays(loss, 0.5, 1e-4, 1e-8)  # ~14 sampled steps left
+    assert not _every_row_pays(loss, 0.5, 2e-8, 1e-8)  # one step left
+    assert not _every_row_pays(loss, 0.01, 1e-4, 1e-8)  # fast already
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("D", [30, 700])
+def test_weighted_hessian_chunks_in_parallel_same_bits(D, dtype, monkeypatch):
+    """A narrow Hessian's row chunks run in parallel: the same bits for any thread count, equal to NumPy's."""
+    import randfeat._solvers.logistic as logistic_mod
+
+    monkeypatch.setattr(logistic_mod, "WORK_BYTES", 8 * D * 97)  # 97-row chunks
+    rng = np.random.default_rng(3)
+    Z, v = rng.standard_normal((1000, D)), rng.random(1000)
+    out = []
+    for n_threads in (1, 2, 3):
+        H = np.zeros((D, D))
+        logistic_mod._weighted_gram_add(Z, v, H, n_threads, dtype)
+        out.append(H)
+    for H in out[1:]:
+        np.testing.assert_array_equal(H, out[0])
+    Zv = Z * v[:, None]
+    np.testing.assert_allclose(out[0], np.tril(Zv.T @ Zv), rtol=1e-5 if dtype == np.float32 else 1e-12,
+                               atol=1e-4 if dtype == np.float32 else 1e-10)
+    assert not np.any(np.triu(out[0], 1))
+
+
 @pytest.mark.parametrize("kind", ["binary", "ten"])
 def test_newton_cg_diagonal_preconditioner(kind, monkeypatch):
     """When the P × P Gram does not fit, newton-cg preconditions by its diagonal: the same optimum."""

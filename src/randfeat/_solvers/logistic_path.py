@@ -149,8 +149,8 @@ def fold_path(settings, Z, labels, n_classes, w, train, test, n_threads, fold):
             loss = (LogisticLoss(rows, labels[train], wtrain / total, n_classes, l2, n_threads) if loss is None
                     else loss.with_l2(l2))
             if carry is not None:
-                theta, it, converged, _ = logistic.newton_cholesky(loss, theta, fs.max_iter, fs.tol, None,
-                                                                   loss.sampled_hessian, carry)
+                theta, it, converged, _ = logistic.newton_cholesky(
+                    loss, theta, fs.max_iter, fs.tol, None, loss.sampled_hessian if loss.stride > 1 else None, carry)
             else:
                 theta, it, converged = logistic.lbfgs(loss, theta, fs.max_iter, fs.tol)
             if not converged:

@@ -116,7 +116,7 @@ class DesignRows:
     def sample(self, index, dtype):
         """The bare rows ``index`` (sorted row numbers) as one matrix: dense of ``dtype``, or CSR float64."""
         if self.held is not None:
-            return self.held[index] if sp.issparse(self.held) else self.held[index].astype(dtype)
+            return self.held[index] if sp.issparse(self.held) else self.held[index].astype(dtype, copy=False)
         out = np.empty((len(index), self.n_features), dtype=dtype)
         cut = int(np.searchsorted(index, self.n_held32))
         if cut:
