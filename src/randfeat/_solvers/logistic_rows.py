@@ -55,9 +55,7 @@ class DesignRows:
         self.bounds = list(row_chunks(self.n_rows, self.n_features, 8, chunk_size))
         step = chunk_size or max(64, WORK_BYTES // (8 * D))  # made in small chunks, then held
         if self.n_rows * D * 8 <= MATERIALISE_BYTES:
-            self.held = np.empty((self.n_rows, self.n_features))
-            for s, e, Zb, _ in self.source.dense_blocks(step):
-                self.held[s:e] = Zb
+            self.held = _all_rows_float64(source)
             return
         self.n_held32 = min(self.n_rows, HELD_FLOAT32_BYTES // (4 * D))
         if self.n_held32:
@@ -125,3 +123,15 @@ class DesignRows:
         for s in range(cut, len(index), step):  # made WORK_BYTES at a time: no float64 copy of the whole sample
             out[s:s + step] = self.source.rows(index[s:s + step]).materialised()
         return out
+
+
+def _all_rows_float64(source):
+    """Every row's features as one C-ordered float64 matrix, made by one call: no chunk made and copied.
+
+    Features given as they are (``source.Z``) are used without a copy when
+    they are C-ordered float64 already (the loss never writes to its rows).
+    """
+    Z = source.Z if source.Z is not None else source.features._transform_validated(source.X)
+    if sp.issparse(Z):
+        Z = Z.toarray()
+    return np.ascontiguousarray(Z, dtype=np.float64)
