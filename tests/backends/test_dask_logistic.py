@@ -251,7 +251,7 @@ def _bad(kind, X, y, w):
         w[600] = {"nan weight": np.nan, "inf weight": np.inf, "negative weight": -1.0}[kind]
         return {}, y, w, "sample_weight must be finite and non-negative"
     if kind == "zero weights":
-        return {}, y, np.zeros_like(w), "sample_weight is zero for every sample"
+        return {}, y, np.zeros_like(w), "zero for every sample"
     if kind == "C zero":
         return {"C": 0.0}, y, None, "'C' parameter"
     if kind == "absent class_weight":

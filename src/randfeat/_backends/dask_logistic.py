@@ -35,14 +35,12 @@ sums are grouped by blocks, so not bitwise).
 """
 
 import functools
-import inspect
 import time
 import warnings
 
 import numpy as np
 from sklearn.base import clone
 from sklearn.exceptions import DataConversionWarning
-from sklearn.utils.class_weight import compute_class_weight
 
 from .._core.protocols import MapCapability
 from .._core.threads import effective_n_threads
@@ -51,10 +49,8 @@ from .._solvers import logistic
 from .._solvers.logistic import DesignRows, LogisticLoss
 from .._solvers.pipeline import FeatureSource
 from .dask_input import fresh
+from .in_memory import WeightTotals
 from .tree import tree_reduce
-
-#: compute_class_weight counts a class by its rows' sample weights (scikit-learn >= 1.8), as ``ClassTargets``.
-_WEIGHTED_BALANCE = "sample_weight" in inspect.signature(compute_class_weight).parameters
 
 
 # ------------------------------------------------------------------ labels
@@ -101,14 +97,15 @@ def _class_weights_block(yb, classes, table):
 
 
 def class_targets(make, y, sample_weight, owner, class_weight):
-    """The classes of a Dask y (one pass on the workers), its target encoding and the rows' weights.
+    """The classes of a Dask y (one pass on the workers), its target encoding, the rows' weights and their totals.
 
     Parameters
     ----------
     make : callable
         The estimator's encoding, called ``make(labels, owner, class_weight)``
-        with the sorted classes (e.g. ``ClassTargets``: it checks them and
-        ``class_weight``).
+        with the sorted classes (``ClassTargets``: it checks them and
+        ``class_weight``; its ``class_table`` gives the class weights from
+        each class's total sample weight, as in memory).
     y, sample_weight : Dask arrays with X's row chunks (sample_weight may be None)
     owner : str
     class_weight : dict, "balanced" or None
@@ -117,15 +114,15 @@ def class_targets(make, y, sample_weight, owner, class_weight):
     -------
     targets : what ``make`` returned
     sample_weight : Dask array or None
-        The sample weights times the class weights, lazily (as
-        ``ClassTargets.weighted``: "balanced" counts each class by its
-        rows' sample weights).
+        The sample weights times the class weights, lazily.
+    totals : WeightTotals
+        Σ w from the class totals (negative weights are refused on the workers).
     """
     import dask
 
     if y.ndim == 2 and y.shape[1] == 1:
         warnings.warn("A column-vector y was passed when a 1d array was expected. Please change the shape of y "
-                      "to (n_samples, ), for example using ravel().", DataConversionWarning, stacklevel=4)
+                      "to (n_samples, ), for example using ravel().", DataConversionWarning, stacklevel=5)
         y = y[:, 0]
     if y.ndim != 1:
         raise ValueError(f"{owner} needs y as a 1-D array of class labels (binary or multiclass); "
@@ -138,20 +135,16 @@ def class_targets(make, y, sample_weight, owner, class_weight):
     (found,) = dask.compute(tree_reduce(parts, merge))
     classes, counts, sums = found
     targets = make(classes, owner, class_weight)
-    if sample_weight is not None:
-        check_weight_total(float(np.sum(sums)))  # the in-memory message for weights all zero
-    if not class_weight:
-        return targets, sample_weight
-    if _WEIGHTED_BALANCE:
-        table = compute_class_weight(class_weight, classes=classes, y=classes,
-                                     sample_weight=counts.astype(np.float64) if sample_weight is None else sums)
-    elif isinstance(class_weight, str):  # an older scikit-learn: unweighted class counts
-        table = counts.sum() / (classes.size * counts.astype(np.float64))
-    else:
-        table = compute_class_weight(class_weight, classes=classes, y=classes)
-    table = np.asarray(table, dtype=np.float64)
+    weighted = sample_weight is not None
+    table = targets.class_table(class_weight, sums if weighted else counts, counts, weighted, owner)
+    per_class = sums if weighted else counts.astype(np.float64)
+    if table is not None:
+        per_class = per_class * table
+    totals = WeightTotals(float(np.sum(per_class)), bool(np.any(per_class > 0)), 0)
+    if table is None:
+        return targets, sample_weight, totals
     weights = y.map_blocks(_class_weights_block, classes, table, dtype=np.float64)
-    return targets, weights if sample_weight is None else sample_weight * weights
+    return targets, (weights if sample_weight is None else sample_weight * weights), totals
 
 
 # ------------------------------------------------------------------ the blocks
