@@ -175,13 +175,11 @@ def _score_folds(settings, base, folds_, n_rows, n_classes, D):
     """Every fold's C path on the blocks ``base``: (scores (F, A), coefs_paths (F, A, K, P), n_iter (F, A))."""
     K = 1 if n_classes == 2 else n_classes
     solver = dask_solver(settings.fit, K * (D + int(settings.fit.fit_intercept)))  # as fold_path's rule
-    scores, paths, n_iter = [], [], []
-    for k, (_, test) in enumerate(folds_.pairs):
-        coefs, its, F = _fold_path(settings, base, folds_, k, n_rows, n_classes, D, solver)
-        scores.append([settings.score(Fc, test) for Fc in F])
-        paths.append(coefs)
-        n_iter.append(its)
-    return np.array(scores, dtype=np.float64), np.stack(paths), np.stack(n_iter)
+    runs = [_fold_path(settings, base, folds_, k, n_rows, n_classes, D, solver) for k in range(len(folds_.pairs))]
+    # Scored once every fold is fitted, as in memory (a fold's error comes before a score's).
+    scores = np.array([[settings.score(Fc, test) for Fc in run[2]] for run, (_, test) in zip(runs, folds_.pairs)],
+                      dtype=np.float64)
+    return scores, np.stack([run[0] for run in runs]), np.stack([run[1] for run in runs])
 
 
 def _choose(settings, base, n_rows, n_classes, scores, paths, n_iter, features, t0):
