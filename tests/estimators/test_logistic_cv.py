@@ -163,6 +163,21 @@ def test_class_and_sample_weights_as_sklearn(n_classes, class_weight, weighted):
     assert_same_as_sklearn(est, ref)
 
 
+def test_negative_weights_fit_by_lbfgs_as_sklearn():
+    # scikit-learn's LogisticRegressionCV accepts negative sample weights; so does randfeat's (one
+    # validation with LogisticRegression): "auto" runs L-BFGS then, Newton refuses them.
+    X, y = data(2, seed=3)
+    Z = rff().fit_transform(X)
+    w = np.where(np.random.default_rng(0).random(len(y)) < 0.05, -0.5, 1.0)
+    assert np.any(w < 0)
+    Cs = [0.05, 0.5, 0.2]
+    est = rf_cv(Z, y, sample_weight=w, Cs=Cs, scoring="neg_log_loss", max_iter=5000)
+    ref = sk_cv(Z, y, sample_weight=w, Cs=Cs, scoring="neg_log_loss", solver="lbfgs", max_iter=5000)
+    assert_same_as_sklearn(est, ref)
+    with pytest.raises(ValueError, match="'newton-cholesky' needs non-negative sample weights"):
+        rf_cv(Z, y, sample_weight=w, Cs=Cs, solver="newton-cholesky")
+
+
 @pytest.mark.parametrize("cv", ["kfold", "pairs", 3])
 def test_cv_splitters_as_sklearn(cv):
     X, y = data(2)
