@@ -133,7 +133,7 @@ class LogisticRegression(ClassifierMixin, FeaturesParamMixin, ValidatedParamsMix
     client); predictions on them are lazy.  There, ``solver="auto"`` is
     newton-cholesky while its Hessian fits 256 MB (for several classes too),
     else lbfgs; ``"newton-cg"`` and negative sample weights are refused.
-    Not yet: ``LogisticRegressionCV`` on Dask, penalties other than L2.
+    Not supported: penalties other than L2.
 
     Examples
     --------

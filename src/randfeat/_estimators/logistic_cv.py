@@ -3,7 +3,8 @@
 The estimator holds the parameters, encodes the labels, builds the
 held-out scorer (scikit-learn's, applied to each fold's decision values),
 makes one call into the backend (``select_logistic``:
-``randfeat._solvers.logistic_path`` in memory) and stores the result with
+``randfeat._solvers.logistic_path`` in memory, ``_backends.dask_logistic_cv``
+on Dask) and stores the result with
 scikit-learn's ``LogisticRegressionCV`` attribute shapes.
 """
 
@@ -153,10 +154,17 @@ class LogisticRegressionCV(LogisticRegression):
     -----
     The held features take N × n_features_out values of X's float dtype
     (a MemoryError says so beforehand when they do not fit), plus a copy of
-    one fold's rows per fold fitted at once.  Not supported: Dask arrays in
-    ``fit`` (a ValueError says so), penalties other than L2 (``penalty``,
-    ``l1_ratios``, ``dual``, ``intercept_scaling``), metadata routing of
-    ``fit`` parameters to the splitter and the scorer.
+    one fold's rows per fold fitted at once.  Dask arrays are fitted where
+    their blocks are: each block's features made once (per gamma) and held
+    on its worker, a fold's training rows being the blocks with the
+    held-out rows' weights set to 0, the C paths on the client, the
+    held-out decision values brought back for scoring (the labels and
+    sample weights are brought to the client for the folds and the
+    scores); the same folds, scores and choice as in memory, the models
+    to the solvers' tolerance; ``solver="newton-cg"`` and negative weights
+    are refused there.  Not supported: penalties other than L2
+    (``penalty``, ``l1_ratios``, ``dual``, ``intercept_scaling``), metadata
+    routing of ``fit`` parameters to the splitter and the scorer.
 
     Examples
     --------
