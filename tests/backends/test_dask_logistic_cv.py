@@ -10,6 +10,7 @@ cluster test checks what only a cluster shows.
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from sklearn.datasets import make_classification
 from sklearn.metrics import log_loss
 from sklearn.model_selection import KFold
@@ -169,6 +170,20 @@ def test_float32_and_string_labels(sync):
     for c in ref.scores_:
         np.testing.assert_allclose(est.scores_[c], ref.scores_[c], rtol=1e-9)
     _close(est.coef_, ref.coef_, 1e-6)  # float32 attributes
+
+
+@pytest.mark.parametrize("features", ["none", "fourier"])
+def test_csr_blocks_and_a_column_y_equal_in_memory(sync, features):
+    from sklearn.exceptions import DataConversionWarning
+
+    X, y, _ = _data(3)
+    Xs = sp.csr_matrix(np.where(np.abs(X) < 0.7, 0.0, X))
+    kw = dict(Cs=3, features=FEATURES[features](), **TIGHT)
+    ref = LogisticRegressionCV(**kw).fit(Xs, y)
+    Xd = da.from_array(Xs, chunks=(CHUNKS, (5,)), asarray=False)
+    with pytest.warns(DataConversionWarning, match="column-vector y"):
+        est = LogisticRegressionCV(**kw).fit(Xd, da.from_array(y[:, None], chunks=(CHUNKS, (1,))))
+    _same_selection(est, ref, Xs, Xd)
 
 
 # ------------------------------------------------------------ where the work runs
