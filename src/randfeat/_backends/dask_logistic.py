@@ -9,7 +9,7 @@ object is ``DaskLogisticLoss``:
   its weights (class weights included), its rows as the in-memory fit's
   ``DesignRows``).  The in-memory rule for holding features applies per
   block: a block's float64 features are made once and held on its worker
-  when they fit ``logistic.MATERIALISE_BYTES`` (256 MB per block; make
+  when they fit ``logistic_rows.MATERIALISE_BYTES`` (256 MB per block; make
   blocks smaller to hold them), else made again from the block's X at
   every pass; binning's CSR features are held.  The blocks are
   ``persist``-ed: they stay where Dask made them, the client never holds
@@ -46,7 +46,8 @@ from .._core.protocols import MapCapability
 from .._core.threads import effective_n_threads
 from .._core.validation import check_weight_total
 from .._solvers import logistic
-from .._solvers.logistic import DesignRows, LogisticLoss
+from .._solvers.logistic import LogisticLoss
+from .._solvers.logistic_rows import DesignRows
 from .._solvers.pipeline import FeatureSource
 from .dask_input import fresh
 from .in_memory import WeightTotals

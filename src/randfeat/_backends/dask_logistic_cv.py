@@ -13,10 +13,10 @@ fold's training rows out of the held features.  Here nothing moves:
   or Hessian, so the fold's loss is the in-memory fold's (its sums grouped
   by blocks).
 * The C path runs on the client as in memory: in the given order, each fit
-  starting from the previous C's solution, Newton keeping the data part of
-  its Hessian from C to C (``logistic_path.NewtonPath``, driving
-  ``DaskLogisticLoss``, whose ``set_C`` changes only the penalty), or
-  L-BFGS; each evaluation is one pass over the blocks (one tree reduction).
+  starting from the previous C's solution, Newton starting each C from the
+  data part of the previous C's last Hessian (``logistic.newton_cholesky``
+  with a ``HessianCarry``, driving ``DaskLogisticLoss``, whose ``set_C``
+  changes only the penalty), or L-BFGS; each evaluation is one pass over the blocks (one tree reduction).
 * After a fold's path, one task per block computes its held-out rows'
   decision values under each C's model (n_test × K floats per C come back);
   the client scores them with the estimator's scorer, as in memory.
@@ -45,7 +45,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from .._core.protocols import MapCapability
 from .._solvers import logistic
-from .._solvers.logistic_path import NewtonPath, PathSelection, folds
+from .._solvers.logistic_path import PathSelection, folds
 from .._solvers.selection import AUTO_GAMMA_FACTORS, as_positive
 from .dask_logistic import (DaskLogisticLoss, _BlockLoss, block_offsets, check_row_independent, dask_solver,
                             fitted_map, hessian_stride, persisted_blocks, solve_on_blocks, weight_total)
@@ -138,13 +138,14 @@ def _fold_path(settings, base, folds_, k, n_rows, n_classes, D, solver):
                              f"no row counts in its fits; give rows of every fold's training set a positive "
                              f"weight (or choose other folds)")
         loss = DaskLogisticLoss(blocks, n_rows, n_classes, D, fs.fit_intercept, settings.Cs[0], total=total)
-        newton = NewtonPath() if solver == "newton-cholesky" else None
+        carry = logistic.HessianCarry() if solver == "newton-cholesky" else None
         theta = np.zeros(loss.n_params)
         coefs, n_iter = [], []
         for C in settings.Cs:
             loss.set_C(C)
-            if newton is not None:
-                theta, it, converged = newton.solve(loss, theta, fs.max_iter, fs.tol)
+            if carry is not None:  # no held row sample here: each new Hessian is a pass over the blocks
+                theta, it, converged, _ = logistic.newton_cholesky(loss, theta, fs.max_iter, fs.tol, None, None,
+                                                                   carry)
             else:
                 theta, it, converged = logistic.lbfgs(loss, theta, fs.max_iter, fs.tol)
             if not converged:
