@@ -30,9 +30,11 @@ reads the median heuristic's rows from the workers (a few thousand rows).
 
 Equal to the in-memory selection to the solvers' tolerance: the folds (the
 same ``check_cv`` on the same labels), the scores and the choice are the
-same; the sums are grouped by blocks, and Newton's Hessian, which only
-steers, is summed over every stride-th row of X (in memory: of the fold's
-rows).  ``solver="newton-cg"`` is refused, as for ``LogisticRegression``.
+same; the sums are grouped by blocks.  Newton's Hessian, which only
+steers, is summed over the in-memory fold's rows (every stride-th of its
+training rows) when the blocks' features are held, so both take the same
+steps (at any tol, to the float32 Hessian's rounding); blocks whose
+features are made again per pass use every stride-th row of X.  ``solver="newton-cg"`` is refused, as for ``LogisticRegression``.
 """
 
 import dataclasses
@@ -40,6 +42,7 @@ import time
 import warnings
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 
@@ -52,10 +55,37 @@ from .dask_logistic import (DaskLogisticLoss, _BlockLoss, block_offsets, check_r
 
 
 # ------------------------------------------------------------------ on the workers
-def _fold_block(block, test):
-    """A block's loss on a fold's training rows: its rows ``test`` (local, sorted) weigh 0; the rows are shared."""
+class _FoldBlockLoss(_BlockLoss):
+    """A block's loss on a fold's training rows, Newton's Hessian over the in-memory fold's row sample.
+
+    In memory a fold's Hessian sums every ``stride``-th of its training rows
+    (counted in the fold, ``stride`` from their number); ``sample`` holds
+    those of this block (local row numbers, sorted), so both steer alike.
+    """
+
+    def __init__(self, block, weights, sample, stride):
+        super().__init__(block.rows, block.labels, weights, 2 if block.K == 1 else block.K, block.n_threads,
+                         block.offset, stride)
+        self.sample = sample
+        # Where each of the rows' chunks ends (held rows only: their chunks are known without making them).
+        bounds = [(0, block.rows.n_rows)] if sp.issparse(block.rows.held) else block.rows.bounds
+        self._ends = {s: e for s, e in bounds}
+
+    def _sampled(self, start):
+        lo, hi = np.searchsorted(self.sample, [start, self._ends[start]])
+        return self.sample[lo:hi] - start
+
+
+def _fold_block(block, test, sample, stride):
+    """A block's loss on a fold's training rows: its rows ``test`` (local, sorted) weigh 0; the rows are shared.
+
+    ``sample`` (local, sorted) and ``stride``: the in-memory fold's Hessian rows in this block, when its
+    rows are held (their chunks known); else (None) every ``block.stride``-th row of X, as the Dask fit.
+    """
     weights = block.weights.copy()
     weights[test] = 0.0
+    if sample is not None and block.rows.held is not None:
+        return _FoldBlockLoss(block, weights, sample, stride)
     return _BlockLoss(block.rows, block.labels, weights, 2 if block.K == 1 else block.K, block.n_threads,
                       block.offset, block.stride)
 
@@ -109,17 +139,24 @@ def _gamma_maps(backend, template, X, gammas):
 
 
 class _Folds:
-    """The folds of ``cv`` and, per fold, its held-out rows in each block (local row numbers, sorted)."""
+    """The folds of ``cv`` and, per fold and block, its held-out rows and its Hessian sample (local, sorted)."""
 
-    def __init__(self, settings, X, labels):
+    def __init__(self, settings, X, labels, K, P):
         self.pairs = folds(settings.cv, X, labels)
         offsets = block_offsets(X)
         ends = [s + n for s, n in zip(offsets, X.chunks[0])]
-        self.held = []  # per fold: the sorted distinct held-out rows, and their slices per block
-        for _, test in self.pairs:
-            rows = np.unique(np.asarray(test, dtype=np.int64))
+
+        def per_block(rows):
             cuts = np.searchsorted(rows, offsets + [ends[-1]])
-            self.held.append((rows, [rows[cuts[b]:cuts[b + 1]] - s for b, s in enumerate(offsets)]))
+            return [rows[cuts[b]:cuts[b + 1]] - s for b, s in enumerate(offsets)]
+
+        self.held, self.samples = [], []  # per fold: (sorted held-out rows, per block); (per block, stride)
+        for train, test in self.pairs:
+            rows = np.unique(np.asarray(test, dtype=np.int64))
+            self.held.append((rows, per_block(rows)))
+            train = np.asarray(train, dtype=np.int64)
+            stride = hessian_stride(len(train), K, P)  # LogisticLoss's rule on the fold's rows, as in memory
+            self.samples.append((per_block(np.sort(train[::stride])), stride))
 
 
 def _fold_path(settings, base, folds_, k, n_rows, n_classes, D, solver):
@@ -129,8 +166,9 @@ def _fold_path(settings, base, folds_, k, n_rows, n_classes, D, solver):
     t0 = time.perf_counter()
     fs = settings.fit
     rows, local = folds_.held[k]
+    samples, stride = folds_.samples[k]
     task = dask.delayed(_fold_block, pure=False)
-    blocks = list(dask.persist(*[task(b, t) for b, t in zip(base, local)]))
+    blocks = list(dask.persist(*[task(b, t, h, stride) for b, t, h in zip(base, local, samples)]))
     try:
         total = weight_total(blocks)
         if not total > 0:
@@ -220,9 +258,16 @@ def select(backend, settings, template, X, y, w, targets):
     fs, log = settings.fit, settings.fit.log
     dask_solver(fs, 1)  # newton-cg refused before any work
     labels = backend.on_client(y)  # the folds are made from the labels, here
-    folds_ = _Folds(settings, X, labels.reshape(labels.shape[0], -1)[:, 0])
     N, n_classes = X.shape[0], targets.n_classes
     K = 1 if n_classes == 2 else n_classes
+    labels = labels.reshape(labels.shape[0], -1)[:, 0]
+    folds_by_width = {}  # the Hessian samples depend on the features' width P (per gamma)
+
+    def folds_for(D):
+        P = D + int(fs.fit_intercept)
+        if P not in folds_by_width:
+            folds_by_width[P] = _Folds(settings, X, labels, K, P)
+        return folds_by_width[P]
 
     def blocks_of(features):
         D = X.shape[1] if features is None else int(features.n_features_out_)
@@ -231,7 +276,7 @@ def select(backend, settings, template, X, y, w, targets):
     if settings.gammas is None:
         features = fitted_map(backend, template, X, fs.owner)
         D, base = blocks_of(features)
-        result = _score_folds(settings, base, folds_, N, n_classes, D)
+        result = _score_folds(settings, base, folds_for(D), N, n_classes, D)
         sel = _choose(settings, base, N, n_classes, *result, features, t0)
         if log is not None:
             log(f"C={sel.C:.6g} selected in {time.perf_counter() - t0:.2f} s")
@@ -241,7 +286,7 @@ def select(backend, settings, template, X, y, w, targets):
     for i, fmap in enumerate(maps):
         base = None  # one gamma's blocks held at a time
         D, base = blocks_of(fmap)
-        results.append(_score_folds(settings, base, folds_, N, n_classes, D))
+        results.append(_score_folds(settings, base, folds_for(D), N, n_classes, D))
         if log is not None:
             log(f"gamma={gammas[i]:.6g}: best mean score {np.max(results[-1][0].mean(axis=0)):.6g}")
     gamma_scores = np.array([float(np.max(r[0].mean(axis=0))) for r in results])
