@@ -27,12 +27,6 @@ distributed = pytest.importorskip("distributed")
 ROWS, D = (40, 50, 30), 8  # three blocks
 
 
-@pytest.fixture
-def sync():
-    with dask.config.set(scheduler="synchronous"):
-        yield
-
-
 def _dense(seed=0):
     rng = np.random.default_rng(seed)
     X = rng.standard_normal((sum(ROWS), D))
@@ -115,13 +109,6 @@ def test_item1_valid_csr_blocks_fit_as_in_memory(sync):
     ref = Ridge(tol=1e-12, preconditioner="jacobi").fit(sp.csr_matrix(X), y)
     est = Ridge(tol=1e-12, preconditioner="jacobi").fit(_dask_csr(X), _y(y))
     np.testing.assert_allclose(est.coef_, ref.coef_, rtol=1e-9, atol=1e-12)
-
-
-@pytest.fixture(scope="module")
-def cluster_client():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                                  worker_dashboard_address=None) as cluster, distributed.Client(cluster) as client:
-        yield client
 
 
 def test_item1_checked_on_the_worker(cluster_client):

@@ -29,19 +29,6 @@ def test_importing_randfeat_does_not_import_dask():
     subprocess.run([sys.executable, "-c", code], check=True, env=subprocess_env())
 
 
-@pytest.fixture(scope="session")
-def cluster_client():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                                  worker_dashboard_address=None) as cluster, distributed.Client(cluster) as client:
-        yield client
-
-
-@pytest.fixture
-def sync():
-    with dask.config.set(scheduler="synchronous"):
-        yield
-
-
 def _close(a, b, rtol=1e-10):
     a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
     assert a.shape == b.shape

@@ -26,19 +26,6 @@ distributed = pytest.importorskip("distributed")
 CHUNKS = (250, 1, 300, 149)  # uneven row blocks, one of a single row
 
 
-@pytest.fixture(scope="module")
-def cluster_client():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
-                                  worker_dashboard_address=None) as cluster, distributed.Client(cluster) as client:
-        yield client
-
-
-@pytest.fixture
-def sync():
-    with dask.config.set(scheduler="synchronous"):
-        yield
-
-
 def _data(n_classes=2, n=700, seed=0):
     X, y = make_classification(n, 5, n_informative=4, n_redundant=0, n_classes=n_classes, n_clusters_per_class=1,
                                random_state=seed)
@@ -251,7 +238,7 @@ def _bad(kind, X, y, w):
         w[600] = {"nan weight": np.nan, "inf weight": np.inf, "negative weight": -1.0}[kind]
         return {}, y, w, "sample_weight must be finite and non-negative"
     if kind == "zero weights":
-        return {}, y, np.zeros_like(w), "sample_weight is zero for every sample"
+        return {}, y, np.zeros_like(w), "zero for every sample"
     if kind == "C zero":
         return {"C": 0.0}, y, None, "'C' parameter"
     if kind == "absent class_weight":

@@ -15,12 +15,6 @@ da = pytest.importorskip("dask.array")
 dask = pytest.importorskip("dask")
 
 
-@pytest.fixture
-def sync():
-    with dask.config.set(scheduler="synchronous"):
-        yield
-
-
 def _hashes(rbf, X):
     """Each grid's bins of X's rows, from the kernel's test hook (the slow reference's input)."""
     from randfeat._ext import _binning_fast

@@ -163,6 +163,21 @@ def test_class_and_sample_weights_as_sklearn(n_classes, class_weight, weighted):
     assert_same_as_sklearn(est, ref)
 
 
+def test_negative_weights_fit_by_lbfgs_as_sklearn():
+    # scikit-learn's LogisticRegressionCV accepts negative sample weights; so does randfeat's (one
+    # validation with LogisticRegression): "auto" runs L-BFGS then, Newton refuses them.
+    X, y = data(2, seed=3)
+    Z = rff().fit_transform(X)
+    w = np.where(np.random.default_rng(0).random(len(y)) < 0.05, -0.5, 1.0)
+    assert np.any(w < 0)
+    Cs = [0.05, 0.5, 0.2]
+    est = rf_cv(Z, y, sample_weight=w, Cs=Cs, scoring="neg_log_loss", max_iter=5000)
+    ref = sk_cv(Z, y, sample_weight=w, Cs=Cs, scoring="neg_log_loss", solver="lbfgs", max_iter=5000)
+    assert_same_as_sklearn(est, ref)
+    with pytest.raises(ValueError, match="'newton-cholesky' needs non-negative sample weights"):
+        rf_cv(Z, y, sample_weight=w, Cs=Cs, solver="newton-cholesky")
+
+
 @pytest.mark.parametrize("cv", ["kfold", "pairs", 3])
 def test_cv_splitters_as_sklearn(cv):
     X, y = data(2)
@@ -314,9 +329,10 @@ def test_bad_input_is_refused_and_leaves_the_fit(bad):
     elif bad == "nan weight":
         w = np.ones(len(y))
         w[3] = np.nan
-    elif bad == "negative weight":
+    elif bad == "negative weight":  # accepted as scikit-learn accepts it, but not by Newton
         w = np.ones(len(y))
         w[3] = -1.0
+        params = {"solver": "newton-cholesky"}
     elif bad == "nan X":
         Xb = X.copy()
         Xb[0, 0] = np.nan
@@ -344,13 +360,6 @@ def test_a_fold_without_weight_is_a_clear_error():
     w[:30] = 0.0
     with pytest.raises(ValueError, match="fold 1 sum to 0"):
         LogisticRegressionCV(Cs=2, cv=cv).fit(X, y, sample_weight=w)
-
-
-def test_dask_fit_is_refused_clearly():
-    da = pytest.importorskip("dask.array")
-    X, y = data(2)
-    with pytest.raises(ValueError, match="Dask"):
-        LogisticRegressionCV(Cs=2).fit(da.from_array(X, chunks=100), da.from_array(y, chunks=100))
 
 
 # ------------------------------------------------------------ the rest

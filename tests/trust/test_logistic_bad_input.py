@@ -18,7 +18,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn.linear_model import LogisticRegression as SkLogisticRegression
 from sklearn.utils._param_validation import InvalidParameterError
 
-from randfeat import LogisticRegression, RandomFourierFeatures
+from randfeat import LogisticRegression, LogisticRegressionCV, RandomFourierFeatures
 
 X, Y = make_classification(120, 4, n_informative=3, n_redundant=0, random_state=0)
 X3, Y3 = make_classification(120, 4, n_informative=3, n_redundant=0, n_classes=3, n_clusters_per_class=1,
@@ -89,6 +89,25 @@ REFITS = [
 @pytest.mark.parametrize("kind", ["binary", "three classes"])
 def test_failed_refit_is_a_clear_error_and_leaves_the_fit(kind, desc, params, Xb, yb, w, exc, match):
     est, Xf, yf = _fitted("binary" if kind == "binary" else "three")
+    _refit_fails(est, Xf, yf, kind, desc, params, Xb, yb, w, exc, match)
+
+
+# LogisticRegressionCV validates through the same path (``targets.logistic_fit_input``): the same table,
+# its C as a one-value grid (the grid's own errors: tests/estimators/test_logistic_cv.py).
+CV_REFITS = [r for r in REFITS if not r[0].startswith("C ") or r[0].startswith("C times")]
+
+
+@pytest.mark.parametrize("desc, params, Xb, yb, w, exc, match", CV_REFITS, ids=[r[0] for r in CV_REFITS])
+@pytest.mark.parametrize("kind", ["binary", "three classes"])
+def test_cv_failed_refit_is_a_clear_error_and_leaves_the_fit(kind, desc, params, Xb, yb, w, exc, match):
+    Xf, yf = (X, Y) if kind == "binary" else (X3, Y3)
+    est = LogisticRegressionCV(Cs=2, features=RandomFourierFeatures(30, random_state=0)).fit(Xf, yf)
+    params = {("Cs" if k == "C" else k): ([v] if k == "C" else v) for k, v in params.items()}
+    _refit_fails(est, Xf, yf, kind, desc, params, Xb, yb, w, exc, match.replace("LogisticRegression", "LogisticRegressionCV"))
+
+
+def _refit_fails(est, Xf, yf, kind, desc, params, Xb, yb, w, exc, match):
+    """Fit ``est`` again on one kind of bad input: the error expected, every fitted attribute the very same object."""
     if kind != "binary" and (yb is not None and len(np.shape(yb)) == 1 and np.asarray(yb).dtype != object
                              and np.issubdtype(np.asarray(yb).dtype, np.integer)):
         yb = np.asarray(yb) % 3  # the same fault on three classes' labels (one class stays one class)

@@ -97,16 +97,16 @@ def _method_block(Xb, fn, item):
 class DaskBackend:
     """Runs the pipeline where a Dask array's blocks are: on the workers, results reduced to the client."""
 
-    #: The rows are lazy blocks: checks that read every label or weight run on the workers, in the backend.
-    lazy = True
-
     # ---------------------------------------------------------------- input
     def summary(self, X):
         """Return the ``InputSummary`` of a Dask X (statistics by passes over its validated blocks)."""
         return DaskSummary(row_blocks(X))
 
-    def validate_fit(self, est, X, y, sample_weight, *, y_numeric):
+    def validate_fit(self, est, X, y, sample_weight, *, y_numeric, negative_weights=False):
         """Check (X, y, sample_weight) as far as the client can; the values are checked on the workers.
+
+        Negative sample weights are refused there whatever ``negative_weights``
+        says: the Dask logistic fit has no L-BFGS-only route for them.
 
         Records ``n_features_in_`` on ``est`` (scikit-learn's validation of
         a one-row stand-in with X's width and dtype).
@@ -234,6 +234,16 @@ class DaskBackend:
         from .dask_logistic import class_targets
 
         return class_targets(make, y, sample_weight, owner, class_weight)
+
+    def on_client(self, v):
+        """Return a Dask v (labels, weights: one value per row) computed into this process, or None."""
+        return None if v is None else np.asarray(fresh(v).compute())
+
+    def select_logistic(self, settings, template, X, y, w, targets):
+        """Choose (gamma,) C for logistic regression on the blocks: ``dask_logistic_cv.select``."""
+        from .dask_logistic_cv import select
+
+        return select(self, settings, template, X, y, w, targets)
 
     def fit_logistic(self, settings, template, X, y, w, targets):
         """Fit logistic regression, the loss summed over the blocks on the workers: ``dask_logistic``."""

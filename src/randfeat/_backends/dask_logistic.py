@@ -9,7 +9,7 @@ object is ``DaskLogisticLoss``:
   its weights (class weights included), its rows as the in-memory fit's
   ``DesignRows``).  The in-memory rule for holding features applies per
   block: a block's float64 features are made once and held on its worker
-  when they fit ``logistic.MATERIALISE_BYTES`` (256 MB per block; make
+  when they fit ``logistic_rows.MATERIALISE_BYTES`` (256 MB per block; make
   blocks smaller to hold them), else made again from the block's X at
   every pass; binning's CSR features are held.  The blocks are
   ``persist``-ed: they stay where Dask made them, the client never holds
@@ -35,27 +35,23 @@ sums are grouped by blocks, so not bitwise).
 """
 
 import functools
-import inspect
 import time
 import warnings
 
 import numpy as np
 from sklearn.base import clone
-from sklearn.exceptions import ConvergenceWarning, DataConversionWarning
-from sklearn.utils.class_weight import compute_class_weight
+from sklearn.exceptions import DataConversionWarning
 
-from .._core.memory_budget import check_memory
 from .._core.protocols import MapCapability
 from .._core.threads import effective_n_threads
 from .._core.validation import check_weight_total
 from .._solvers import logistic
-from .._solvers.logistic import DesignRows, LogisticLoss, LogisticResult
+from .._solvers.logistic import LogisticLoss
+from .._solvers.logistic_rows import DesignRows
 from .._solvers.pipeline import FeatureSource
 from .dask_input import fresh
+from .in_memory import WeightTotals
 from .tree import tree_reduce
-
-#: compute_class_weight counts a class by its rows' sample weights (scikit-learn >= 1.8), as ``ClassTargets``.
-_WEIGHTED_BALANCE = "sample_weight" in inspect.signature(compute_class_weight).parameters
 
 
 # ------------------------------------------------------------------ labels
@@ -102,14 +98,15 @@ def _class_weights_block(yb, classes, table):
 
 
 def class_targets(make, y, sample_weight, owner, class_weight):
-    """The classes of a Dask y (one pass on the workers), its target encoding and the rows' weights.
+    """The classes of a Dask y (one pass on the workers), its target encoding, the rows' weights and their totals.
 
     Parameters
     ----------
     make : callable
         The estimator's encoding, called ``make(labels, owner, class_weight)``
-        with the sorted classes (e.g. ``ClassTargets``: it checks them and
-        ``class_weight``).
+        with the sorted classes (``ClassTargets``: it checks them and
+        ``class_weight``; its ``class_table`` gives the class weights from
+        each class's total sample weight, as in memory).
     y, sample_weight : Dask arrays with X's row chunks (sample_weight may be None)
     owner : str
     class_weight : dict, "balanced" or None
@@ -118,15 +115,15 @@ def class_targets(make, y, sample_weight, owner, class_weight):
     -------
     targets : what ``make`` returned
     sample_weight : Dask array or None
-        The sample weights times the class weights, lazily (as
-        ``ClassTargets.weighted``: "balanced" counts each class by its
-        rows' sample weights).
+        The sample weights times the class weights, lazily.
+    totals : WeightTotals
+        Σ w from the class totals (negative weights are refused on the workers).
     """
     import dask
 
     if y.ndim == 2 and y.shape[1] == 1:
         warnings.warn("A column-vector y was passed when a 1d array was expected. Please change the shape of y "
-                      "to (n_samples, ), for example using ravel().", DataConversionWarning, stacklevel=4)
+                      "to (n_samples, ), for example using ravel().", DataConversionWarning, stacklevel=5)
         y = y[:, 0]
     if y.ndim != 1:
         raise ValueError(f"{owner} needs y as a 1-D array of class labels (binary or multiclass); "
@@ -139,20 +136,16 @@ def class_targets(make, y, sample_weight, owner, class_weight):
     (found,) = dask.compute(tree_reduce(parts, merge))
     classes, counts, sums = found
     targets = make(classes, owner, class_weight)
-    if sample_weight is not None:
-        check_weight_total(float(np.sum(sums)))  # the in-memory message for weights all zero
-    if not class_weight:
-        return targets, sample_weight
-    if _WEIGHTED_BALANCE:
-        table = compute_class_weight(class_weight, classes=classes, y=classes,
-                                     sample_weight=counts.astype(np.float64) if sample_weight is None else sums)
-    elif isinstance(class_weight, str):  # an older scikit-learn: unweighted class counts
-        table = counts.sum() / (classes.size * counts.astype(np.float64))
-    else:
-        table = compute_class_weight(class_weight, classes=classes, y=classes)
-    table = np.asarray(table, dtype=np.float64)
+    weighted = sample_weight is not None
+    table = targets.class_table(class_weight, sums if weighted else counts, counts, weighted, owner)
+    per_class = sums if weighted else counts.astype(np.float64)
+    if table is not None:
+        per_class = per_class * table
+    totals = WeightTotals(float(np.sum(per_class)), bool(np.any(per_class > 0)), 0)
+    if table is None:
+        return targets, sample_weight, totals
     weights = y.map_blocks(_class_weights_block, classes, table, dtype=np.float64)
-    return targets, weights if sample_weight is None else sample_weight * weights
+    return targets, (weights if sample_weight is None else sample_weight * weights), totals
 
 
 # ------------------------------------------------------------------ the blocks
@@ -198,6 +191,15 @@ def _add(a, b):
     return None if a is None else a + b
 
 
+def weight_total(blocks):
+    """Σ w over persisted blocks (``_BlockLoss``), summed in block order on the workers."""
+    import dask
+
+    task = dask.delayed(_weight_sum, pure=False)
+    (total,) = dask.compute(tree_reduce([task(b) for b in blocks], _add))
+    return total
+
+
 def hessian_stride(n_rows, K, P):
     """Newton's Hessian reads every stride-th row: ``LogisticLoss``'s rule on all of X's rows."""
     return max(1, n_rows // max(logistic.HESSIAN_ROWS, logistic.HESSIAN_ROWS_PER_PARAMETER * K * P))
@@ -222,10 +224,10 @@ class DaskLogisticLoss:
     n_params = LogisticLoss.n_params
     penalty_mask = LogisticLoss.penalty_mask
     null_direction = LogisticLoss.null_direction
+    #: No row sample held on the client: Newton sums each Hessian in a pass over the blocks.
+    sampled_hessian = None
 
-    def __init__(self, blocks, n_rows, n_classes, n_features, fit_intercept, C, log=None):
-        import dask
-
+    def __init__(self, blocks, n_rows, n_classes, n_features, fit_intercept, C, log=None, total=None):
         self.blocks, self.log = blocks, log
         self.K = 1 if n_classes == 2 else n_classes
         self.D = n_features
@@ -233,10 +235,22 @@ class DaskLogisticLoss:
         self.hessian_dtype = np.float32 if self.K == 1 else np.float64  # as LogisticLoss
         self.stride = hessian_stride(n_rows, self.K, self.P)
         self.passes = 0
-        task = dask.delayed(_weight_sum, pure=False)
-        (self.total,) = dask.compute(tree_reduce([task(b) for b in blocks], _add))
-        check_weight_total(self.total)
-        self.l2 = 1.0 / (C * self.total)
+        self._last = None  # (θ's bytes, f) of the last evaluation, as LogisticLoss's
+        if total is None:
+            total = weight_total(blocks)
+            check_weight_total(total)
+        self.total = total
+        self.set_C(C)
+
+    def set_C(self, C):
+        """Set the penalty of ``C`` (l2 = 1 / (C·Σw)): a C path changes only this between its fits."""
+        self.l2 = 1.0 / (float(C) * self.total)
+
+    def objective(self, theta):
+        """The scaled objective at θ: the last evaluation's when it was at this θ, else a pass."""
+        if self._last is not None and self._last[0] == np.asarray(theta, dtype=np.float64).tobytes():
+            return self._last[1]
+        return self.evaluate(theta)[0]
 
     def evaluate(self, theta, hessian=False):
         """Return (f, gradient, Hessian or None) of the scaled objective at θ (K·P,), one pass over the blocks."""
@@ -256,19 +270,59 @@ class DaskLogisticLoss:
         if hessian:
             H /= self.total
             H[np.diag_indices_from(H)] += self.l2 * mask.ravel()
+        self._last = (theta.tobytes(), f)
         return f, G, H
 
 
 # ------------------------------------------------------------------ the fit
-def _initial(settings, K, D, fit_intercept):
-    """θ at the start: zeros, or a warm start of this fit's shape (as the in-memory fit)."""
-    theta = np.zeros((K, D + int(fit_intercept)))
-    if settings.init is not None and np.shape(settings.init[0]) == (K, D):
-        coef, intercept = settings.init
-        theta[:, :D] = coef
-        if fit_intercept:
-            theta[:, D] = intercept
-    return theta.ravel()
+def dask_solver(settings, n_params):
+    """The solver a Dask fit runs: ``"auto"`` is Newton with the full Hessian while it fits the budget.
+
+    Also for several classes (one pass of the blocks per step), else L-BFGS;
+    ``"newton-cg"`` is refused: its Hessian products read a row sample held
+    in one process, which the blocks' loss does not have.
+    """
+    if settings.solver == "newton-cg":
+        raise ValueError(f"{settings.owner}: solver='newton-cg' is not available on Dask arrays; use "
+                         f"solver='auto', 'newton-cholesky' or 'lbfgs'")
+    return logistic.choose_logistic_solver(settings.solver, n_params)
+
+
+def fitted_map(backend, template, X, owner):
+    """A fitted clone of ``template`` (None: X is the feature matrix), refused unless row-independent."""
+    if template is None:
+        return None
+    features = clone(template)
+    features._check_params()  # as its fit would: the map's own parameters
+    features._state, _ = backend.fit_map(features, X, return_features=False)
+    check_row_independent(features, owner)
+    return features
+
+
+def check_row_independent(features, owner):
+    """TypeError unless a block's features do not depend on the blocking."""
+    if not features.has(MapCapability.ROW_INDEPENDENT):
+        raise TypeError(f"{type(features).__name__} is not row-independent: its features of a Dask block "
+                        f"would depend on the blocking. Fit {owner} in memory.")
+
+
+def persisted_blocks(settings, features, X, y, w, targets, stride):
+    """The ``_BlockLoss`` of every row block, made and persisted on the workers (features made once there)."""
+    import dask
+
+    make = dask.delayed(_make_block, pure=False)
+    Xd = fresh(X).to_delayed().ravel()
+    yd = fresh(y).to_delayed().ravel()
+    wd = [None] * len(Xd) if w is None else fresh(w).to_delayed().ravel()
+    parts = [make(features, xb, yb, wb, targets.classes, targets.n_classes, settings.fit_intercept,
+                  settings.chunk_size, settings.n_jobs, int(s), stride)
+             for xb, yb, wb, s in zip(Xd, yd, wd, block_offsets(X))]
+    return list(dask.persist(*parts))
+
+
+def block_offsets(X):
+    """The first row of each row block of X."""
+    return np.concatenate([[0], np.cumsum(X.chunks[0])[:-1]]).astype(int).tolist()
 
 
 def fit_logistic(backend, settings, template, X, y, w, targets):
@@ -288,75 +342,27 @@ def fit_logistic(backend, settings, template, X, y, w, targets):
     -------
     LogisticResult
     """
-    import dask
-
     t0 = time.perf_counter()
-    log = settings.log
-    features = None
-    if template is not None:
-        features = clone(template)
-        features._check_params()  # as its fit would: the map's own parameters
-        features._state, _ = backend.fit_map(features, X, return_features=False)
-        if not features.has(MapCapability.ROW_INDEPENDENT):
-            raise TypeError(f"{type(features).__name__} is not row-independent: its features of a Dask block "
-                            f"would depend on the blocking. Fit {settings.owner} in memory.")
+    dask_solver(settings, 1)  # refuse newton-cg before any work
+    features = fitted_map(backend, template, X, settings.owner)
     D = X.shape[1] if features is None else int(features.n_features_out_)
     K = 1 if targets.n_classes == 2 else targets.n_classes
-    P = D + int(settings.fit_intercept)
-    N = X.shape[0]
-    stride = hessian_stride(N, K, P)
-    make = dask.delayed(_make_block, pure=False)
-    Xd = fresh(X).to_delayed().ravel()
-    yd = fresh(y).to_delayed().ravel()
-    wd = [None] * len(Xd) if w is None else fresh(w).to_delayed().ravel()
-    offsets = np.concatenate([[0], np.cumsum(X.chunks[0])[:-1]]).tolist()
-    parts = [make(features, xb, yb, wb, targets.classes, targets.n_classes, settings.fit_intercept,
-                  settings.chunk_size, settings.n_jobs, int(s), stride)
-             for xb, yb, wb, s in zip(Xd, yd, wd, offsets)]
-    blocks = list(dask.persist(*parts))
+    blocks = persisted_blocks(settings, features, X, y, w, targets,
+                              hessian_stride(X.shape[0], K, D + int(settings.fit_intercept)))
     try:
-        loss = DaskLogisticLoss(blocks, N, targets.n_classes, D, settings.fit_intercept, settings.C, log)
-        result = _solve(settings, loss, t0)
+        loss = DaskLogisticLoss(blocks, X.shape[0], targets.n_classes, D, settings.fit_intercept, settings.C,
+                                settings.log)
+        return solve_on_blocks(settings, loss, features, t0)
     finally:
-        del blocks, parts  # release the persisted blocks on the workers
+        del blocks  # release the persisted blocks on the workers
         loss = None
-    coef, intercept, n_iter, converged, objective, solver = result
-    return LogisticResult(solver, coef, intercept, n_iter, converged, objective, features)
 
 
-def _solve(settings, loss, t0):
-    """``logistic.fit``'s solver step on ``loss``: (coef, intercept, n_iter, converged, objective, solver)."""
-    log = settings.log
-    if settings.solver == "newton-cg":
-        # Its Hessian products read a row sample held in one process; the blocks' loss has none yet.
-        raise ValueError(f"{settings.owner}: solver='newton-cg' is not available on Dask arrays; use "
-                         f"solver='auto', 'newton-cholesky' or 'lbfgs'")
-    # "auto" on Dask: Newton with the full Hessian while it fits the budget (also for several classes:
-    # one pass of the blocks per step), else L-BFGS.
-    solver = logistic.choose_logistic_solver(settings.solver, loss.n_params)
-    if log is not None:
-        log(f"{solver} on {len(loss.blocks)} Dask row blocks ({loss.K} coefficient row(s), {loss.P} columns), "
-            f"Hessian (Newton) over every {loss.stride}-th row, elapsed {time.perf_counter() - t0:.1f} s")
-    theta = _initial(settings, loss.K, loss.D, settings.fit_intercept)
-    if solver == "newton-cholesky":
-        check_memory(8 * 3 * loss.n_params**2, f"the {loss.n_params} x {loss.n_params} Hessian of newton-cholesky",
-                     "use solver='lbfgs', which holds no Hessian")
-        theta, n_iter, converged, fell_back = logistic.newton_cholesky(loss, theta, settings.max_iter, settings.tol,
-                                                                       log)
-        if not converged and not fell_back:
-            warnings.warn(f"newton-cholesky did not converge within max_iter={settings.max_iter} iterations "
-                          f"(tol={settings.tol:g}). Increase the number of iterations (max_iter) or use "
-                          f"solver='lbfgs'.", ConvergenceWarning, stacklevel=4)
-    else:
-        theta, n_iter, converged = logistic.lbfgs(loss, theta, settings.max_iter, settings.tol, log, warn=True)
-    f = loss.evaluate(theta)[0]
-    Theta = theta.reshape(loss.K, loss.P)
-    if not np.all(np.isfinite(Theta)):
-        raise ValueError(f"{settings.owner}: the solution is not finite; rescale X (e.g. with StandardScaler).")
-    coef = Theta[:, :loss.D].copy()
-    intercept = Theta[:, loss.D].copy() if settings.fit_intercept else np.zeros(loss.K)
-    if log is not None:
-        log(f"fit done ({solver}, {n_iter} iterations, {loss.passes} passes over the blocks), "
-            f"elapsed {time.perf_counter() - t0:.1f} s")
-    return (coef, intercept, np.array([n_iter], dtype=np.int32), bool(converged),
-            f * settings.C * loss.total, solver)
+def solve_on_blocks(settings, loss, features, t0):
+    """``logistic.solve`` on a ``DaskLogisticLoss``, with the Dask solver rule: a ``LogisticResult``."""
+    solver = dask_solver(settings, loss.n_params)
+    if settings.log is not None:
+        settings.log(f"{solver} on {len(loss.blocks)} Dask row blocks ({loss.K} coefficient row(s), {loss.P} "
+                     f"columns), Hessian (Newton) over every {loss.stride}-th row, "
+                     f"elapsed {time.perf_counter() - t0:.1f} s")
+    return logistic.solve(settings, loss, solver, loss.total, features, t0, "Dask row blocks")

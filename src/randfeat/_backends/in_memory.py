@@ -4,30 +4,46 @@
 ``randfeat._core.input_stats``, below the maps that read it.
 """
 
+from typing import NamedTuple
+
 import numpy as np
 from sklearn.utils.class_weight import compute_sample_weight
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import column_or_1d
+from sklearn.utils.validation import _check_sample_weight, column_or_1d
 
 from .._core.input_stats import MemorySummary
-from .._core.validation import check_sample_weight, validate_X, validate_X_y
+from .._core.validation import _ALLOW_ZERO_WEIGHTS, check_sample_weight, validate_X, validate_X_y
 from .._linalg.products import row_products
 from .._solvers import logistic, logistic_path, pipeline, selection
 
 
+class WeightTotals(NamedTuple):
+    """What a backend counted of a classifier's row weights (sample weights times class weights).
+
+    ``total`` is Σ w (the row count without weights), ``any_nonzero``
+    whether some w is not 0, ``n_negative`` how many are below 0; the
+    estimators check them (``targets.check_weight_scale``) on any backend.
+    """
+
+    total: float
+    any_nonzero: bool
+    n_negative: int
+
+
 class InMemoryBackend:
     """Runs every step where the data are: in this process."""
-
-    #: The rows are in memory: an estimator may read its labels and weights directly.
-    lazy = False
 
     # ---------------------------------------------------------------- input
     def summary(self, X):
         """Return the ``InputSummary`` of validated X."""
         return MemorySummary(X)
 
-    def validate_fit(self, est, X, y, sample_weight, *, y_numeric):
+    def validate_fit(self, est, X, y, sample_weight, *, y_numeric, negative_weights=False):
         """Validate (X, y, sample_weight) for ``est.fit``; records ``n_features_in_`` as scikit-learn does.
+
+        ``negative_weights``: accept negative sample weights (logistic
+        regression, as scikit-learn's; their total is checked by the
+        estimator), else refuse them (ridge).
 
         Returns
         -------
@@ -36,7 +52,44 @@ class InMemoryBackend:
         X, y = validate_X_y(est, X, y, y_numeric=y_numeric)
         if not y_numeric and y.ndim == 2 and y.shape[1] == 1:
             y = column_or_1d(y, warn=True)  # a column vector is not a multilabel target
+        if negative_weights:
+            if sample_weight is None:
+                return X, y, None
+            return X, y, _check_sample_weight(sample_weight, X, dtype=np.float64, **_ALLOW_ZERO_WEIGHTS)
         return X, y, check_sample_weight(sample_weight, X)
+
+    def class_targets(self, make, y, sample_weight, owner, class_weight):
+        """A probabilistic classifier's encoding of validated y, its rows' weights and their ``WeightTotals``.
+
+        Parameters
+        ----------
+        make : callable
+            The estimator's encoding, ``make(y, owner, class_weight)`` (``ClassTargets``), whose
+            ``class_table`` gives the class weights from each class's total sample weight.
+        y, sample_weight : validated (sample_weight may be None)
+        owner : str
+        class_weight : dict, "balanced" or None
+
+        Returns
+        -------
+        targets, weights (ndarray or None), WeightTotals
+        """
+        targets = make(y, owner, class_weight)
+        labels = targets.encode(y)
+        counts = np.bincount(labels, minlength=targets.n_classes)
+        sums = counts if sample_weight is None else np.bincount(labels, weights=sample_weight,
+                                                                minlength=targets.n_classes)
+        table = targets.class_table(class_weight, sums, counts, sample_weight is not None, owner)
+        weights = sample_weight
+        if table is not None:
+            weights = table[labels] if sample_weight is None else sample_weight * table[labels]
+        if weights is None:
+            return targets, None, WeightTotals(float(len(labels)), len(labels) > 0, 0)
+        return targets, weights, WeightTotals(float(np.sum(weights)), bool(np.any(weights)), int(np.sum(weights < 0)))
+
+    def on_client(self, v):
+        """Return v (an in-memory array, or None) as it is: it is already here."""
+        return v
 
     def class_weighted(self, class_weight, y, sample_weight):
         """Return ``sample_weight`` times the weights of y's classes (scikit-learn's ``compute_sample_weight``)."""

@@ -27,8 +27,7 @@ from .._core.validation import N_JOBS, Interval, validate_X
 from .._maps.contract import FeatureMap
 from .._solvers.logistic import LOGISTIC_SOLVERS, LogisticSettings
 from .base import FeaturesParamMixin
-from .targets import (ClassTargets, check_class_totals, check_weight_scale, logistic_sample_weight,
-                      solver_for_weights)
+from .targets import logistic_fit_input
 
 
 class LogisticRegression(ClassifierMixin, FeaturesParamMixin, ValidatedParamsMixin, BaseEstimator):
@@ -134,7 +133,7 @@ class LogisticRegression(ClassifierMixin, FeaturesParamMixin, ValidatedParamsMix
     client); predictions on them are lazy.  There, ``solver="auto"`` is
     newton-cholesky while its Hessian fits 256 MB (for several classes too),
     else lbfgs; ``"newton-cg"`` and negative sample weights are refused.
-    Not yet: ``LogisticRegressionCV`` on Dask, penalties other than L2.
+    Not supported: penalties other than L2.
 
     Examples
     --------
@@ -213,18 +212,7 @@ class LogisticRegression(ClassifierMixin, FeaturesParamMixin, ValidatedParamsMix
         owner = type(self).__name__
         backend = for_input(X)
         backend.check_logistic(owner)
-        if backend.lazy:  # Dask: classes and weights in one pass on the workers (negative weights refused)
-            X, y, sample_weight = backend.validate_fit(self, X, y, sample_weight, y_numeric=False)
-            targets, sample_weight = backend.class_targets(ClassTargets, y, sample_weight, owner, self.class_weight)
-            solver = self.solver
-        else:
-            X, y, _ = backend.validate_fit(self, X, y, None, y_numeric=False)
-            sample_weight = logistic_sample_weight(sample_weight, X)
-            targets = ClassTargets(y, owner, self.class_weight)
-            check_class_totals(targets, y, sample_weight, self.class_weight, owner)
-            sample_weight = targets.weighted(y, sample_weight, self.class_weight)
-            check_weight_scale(sample_weight, len(y), float(self.C), owner)
-            solver = solver_for_weights(self.solver, sample_weight, owner)
+        X, y, _, targets, sample_weight, solver = logistic_fit_input(self, backend, X, y, sample_weight, [self.C])
         warm = vars(self).get("_warm")
         init = None
         if self.warm_start and warm is not None and np.array_equal(warm[0], targets.classes):

@@ -3,7 +3,8 @@
 The estimator holds the parameters, encodes the labels, builds the
 held-out scorer (scikit-learn's, applied to each fold's decision values),
 makes one call into the backend (``select_logistic``:
-``randfeat._solvers.logistic_path`` in memory) and stores the result with
+``randfeat._solvers.logistic_path`` in memory, ``_backends.dask_logistic_cv``
+on Dask) and stores the result with
 scikit-learn's ``LogisticRegressionCV`` attribute shapes.
 """
 
@@ -20,7 +21,6 @@ from sklearn.metrics._scorer import _BaseScorer
 from sklearn.utils._param_validation import HasMethods, InvalidParameterError, StrOptions
 
 from .._backends import for_input
-from .._backends.in_memory import IN_MEMORY
 from .._core.params import fit_context
 from .._core.protocols import MapCapability
 from .._core.types import ArrayLike, Float, MatrixLike, RandomState, Self, Transformer
@@ -31,7 +31,7 @@ from .._solvers.logistic import LOGISTIC_SOLVERS, LogisticSettings
 from .._solvers.logistic_path import PathSettings
 from .._solvers.selection import as_positive
 from .logistic import LogisticRegression
-from .targets import ClassTargets
+from .targets import logistic_fit_input
 
 
 class LogisticRegressionCV(LogisticRegression):
@@ -154,10 +154,17 @@ class LogisticRegressionCV(LogisticRegression):
     -----
     The held features take N × n_features_out values of X's float dtype
     (a MemoryError says so beforehand when they do not fit), plus a copy of
-    one fold's rows per fold fitted at once.  Not supported: Dask arrays in
-    ``fit`` (a ValueError says so), penalties other than L2 (``penalty``,
-    ``l1_ratios``, ``dual``, ``intercept_scaling``), metadata routing of
-    ``fit`` parameters to the splitter and the scorer.
+    one fold's rows per fold fitted at once.  Dask arrays are fitted where
+    their blocks are: each block's features made once (per gamma) and held
+    on its worker, a fold's training rows being the blocks with the
+    held-out rows' weights set to 0, the C paths on the client, the
+    held-out decision values brought back for scoring (the labels and
+    sample weights are brought to the client for the folds and the
+    scores); the same folds, scores and choice as in memory, the models
+    to the solvers' tolerance; ``solver="newton-cg"`` and negative weights
+    are refused there.  Not supported: penalties other than L2
+    (``penalty``, ``l1_ratios``, ``dual``, ``intercept_scaling``), metadata
+    routing of ``fit`` parameters to the splitter and the scorer.
 
     Examples
     --------
@@ -244,8 +251,10 @@ class LogisticRegressionCV(LogisticRegression):
         y : array-like of shape (n_samples,)
             Class labels (at least two classes).
         sample_weight : array-like of shape (n_samples,), optional
-            Finite non-negative weights: of the fits (times the class
-            weights) and of the held-out scores, as scikit-learn's.
+            Finite weights: of the fits (times the class weights) and of
+            the held-out scores, as scikit-learn's.  Negative weights are
+            accepted as in :class:`LogisticRegression` (fitted by L-BFGS;
+            refused on Dask arrays).
 
         Returns
         -------
@@ -254,16 +263,15 @@ class LogisticRegressionCV(LogisticRegression):
         owner = type(self).__name__
         backend = for_input(X)
         backend.check_logistic(owner)
-        if backend is not IN_MEMORY:  # the selection runs in memory
-            raise ValueError(f"{owner}.fit does not take Dask arrays yet: choose C on an in-memory sample (e.g. "
-                             f"X[:100_000].compute()), then fit LogisticRegression(C=...); a fitted {owner}'s "
-                             f"predictions accept Dask arrays.")
-        X, y, sample_weight = backend.validate_fit(self, X, y, sample_weight, y_numeric=False)
-        targets = ClassTargets(y, owner, self.class_weight)
-        fit_weight = targets.weighted(y, sample_weight, self.class_weight)
+        Cs = self._checked_Cs()
+        X, y, sample_weight, targets, fit_weight, solver = logistic_fit_input(self, backend, X, y, sample_weight, Cs)
         classes = targets.classes
         scorer, held_out = _fold_scorer(self.scoring, classes), _HeldOut._of(classes)
-        y_true = np.asarray(y)
+        # The scores read the held-out rows' labels and sample weights here (one value per row; on Dask
+        # brought from the workers once), beside their decision values.
+        y_true, sample_weight = np.asarray(backend.on_client(y)), backend.on_client(sample_weight)
+        if y_true.ndim == 2:  # a column vector (its warning given by the validation)
+            y_true = y_true[:, 0]
 
         def score(F, test):
             params = {} if sample_weight is None else {"sample_weight": sample_weight[test]}
@@ -272,10 +280,10 @@ class LogisticRegressionCV(LogisticRegression):
             return scorer(held_out, F, y_true[test], **params)
 
         settings = PathSettings(
-            fit=LogisticSettings(owner=owner, solver=self.solver, fit_intercept=self.fit_intercept,
+            fit=LogisticSettings(owner=owner, solver=solver, fit_intercept=self.fit_intercept,
                                  tol=float(self.tol), max_iter=int(self.max_iter), chunk_size=self.chunk_size,
                                  n_jobs=self.n_jobs, log=self._log if self.verbose else None),
-            Cs=self._checked_Cs(), gammas=self.gammas, cv=self.cv, score=score, refit=self.refit)
+            Cs=Cs, gammas=self.gammas, cv=self.cv, score=score, refit=self.refit)
         sel = backend.select_logistic(settings, self._feature_map(), X, y, fit_weight, targets)
         self._store(sel, settings.Cs, classes, X.dtype)
         return self

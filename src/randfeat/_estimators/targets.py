@@ -15,9 +15,7 @@ import numpy as np
 from sklearn.preprocessing import LabelBinarizer
 from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
-from sklearn.utils.validation import _check_sample_weight, check_array
-
-from .._core.validation import _ALLOW_ZERO_WEIGHTS
+from sklearn.utils.validation import check_array
 
 
 class RealTargets:
@@ -163,69 +161,113 @@ class ClassTargets:
         """Return each label's class index (int) among ``classes``."""
         return np.searchsorted(self.classes, y)
 
-    def weighted(self, y, sample_weight, class_weight):
-        """Return ``sample_weight`` times the class weights of y's rows (None when both are absent).
+    def class_table(self, class_weight, class_sums, class_counts, weighted, owner):
+        """Each class's weight (float64, in the order of ``classes``), or None without class weights.
 
-        As scikit-learn's ``LogisticRegression`` (>= 1.8): ``"balanced"``
-        counts each class by its rows' sample weights.
+        One rule for every backend, from each class's total sample weight
+        (in memory a ``bincount`` of y, on Dask a pass over y's blocks).  As
+        scikit-learn's ``LogisticRegression`` (>= 1.8), ``"balanced"`` counts
+        each class by its rows' sample weights: ``compute_class_weight`` on
+        the totals gives the same bits as on y itself (it bincounts the same
+        totals).  ValueError when ``"balanced"`` would divide by a class
+        whose rows weigh nothing in all.
+
+        Parameters
+        ----------
+        class_weight : dict, "balanced" or None
+        class_sums : ndarray (n_classes,)
+            Each class's total sample weight (its row count without sample weights).
+        class_counts : ndarray (n_classes,) of int
+            Each class's row count.
+        weighted : bool
+            Whether sample weights were given.
+        owner : str
         """
         if not class_weight:
-            return sample_weight
-        extra = {"sample_weight": sample_weight} if _CLASS_WEIGHT_TAKES_SAMPLE_WEIGHT else {}
-        by_class = compute_class_weight(class_weight, classes=self.classes, y=y, **extra)
-        weights = np.asarray(by_class, dtype=np.float64)[self.encode(y)]
-        return weights if sample_weight is None else sample_weight * weights
+            return None
+        class_sums = np.asarray(class_sums, dtype=np.float64)
+        if class_weight == "balanced" and weighted:
+            empty = self.classes[~(class_sums > 0)]
+            if empty.size:
+                raise ValueError(f"{owner}: class_weight='balanced' divides by each class's total sample_weight, "
+                                 f"but the rows of class(es) {empty.tolist()!r} have a total sample_weight <= 0; "
+                                 f"drop those rows or give them positive weights")
+        if _CLASS_WEIGHT_TAKES_SAMPLE_WEIGHT:
+            table = compute_class_weight(class_weight, classes=self.classes, y=self.classes, sample_weight=class_sums)
+        elif isinstance(class_weight, str):  # an older scikit-learn: "balanced" by unweighted class counts
+            counts = np.asarray(class_counts, dtype=np.float64)
+            table = counts.sum() / (self.classes.size * counts)
+        else:
+            table = compute_class_weight(class_weight, classes=self.classes, y=self.classes)
+        return np.asarray(table, dtype=np.float64)
 
 
 _CLASS_WEIGHT_TAKES_SAMPLE_WEIGHT = "sample_weight" in inspect.signature(compute_class_weight).parameters
 
 
 # ------------------------------------------------ logistic regression's weights
-def logistic_sample_weight(sample_weight, X):
-    """scikit-learn's conversion of ``sample_weight`` (finite, one per row of X, float64), negative entries kept.
+def logistic_fit_input(est, backend, X, y, sample_weight, Cs):
+    """Validate a logistic fit's input on any backend: one path for LogisticRegression and LogisticRegressionCV.
 
-    scikit-learn's ``LogisticRegression`` fits negative weights; randfeat's
-    shared check (``check_sample_weight``, Ridge's) refuses them, so the
-    logistic fit converts its weights here.  Zero and negative totals are
-    refused by ``check_weight_scale``.
+    The backend validates X, y and ``sample_weight`` (negative weights
+    accepted where it can fit them, as scikit-learn's) and makes the target
+    encoding and the rows' weights (``class_targets``: classes found, class
+    weights by ``ClassTargets.class_table``, totals counted); here the
+    totals are checked against every C of the fit(s) and the solver chosen
+    for them.
+
+    Parameters
+    ----------
+    est : LogisticRegression or LogisticRegressionCV
+        Its ``class_weight`` and ``solver`` are read; ``n_features_in_`` is recorded.
+    backend : InMemoryBackend or DaskBackend
+    X, y, sample_weight : the user's input
+    Cs : sequence of float
+        The C of every fit (one for LogisticRegression, the grid for the CV).
+
+    Returns
+    -------
+    X, y, sample_weight : validated (sample_weight as given, or None)
+    targets : ClassTargets
+    weights : the rows' weights (sample weights times class weights), or None
+    solver : str
+        ``est.solver``, or ``"lbfgs"`` for ``"auto"`` with negative weights.
     """
-    if sample_weight is None:
-        return None
-    return _check_sample_weight(sample_weight, X, dtype=np.float64, **_ALLOW_ZERO_WEIGHTS)
+    owner = type(est).__name__
+    X, y, sample_weight = backend.validate_fit(est, X, y, sample_weight, y_numeric=False, negative_weights=True)
+    targets, weights, totals = backend.class_targets(ClassTargets, y, sample_weight, owner, est.class_weight)
+    for C in sorted({float(np.min(Cs)), float(np.max(Cs))}):
+        check_weight_scale(totals, C, owner)
+    return X, y, sample_weight, targets, weights, solver_for_weights(est.solver, totals.n_negative, owner)
 
 
-def solver_for_weights(solver, sample_weight, owner):
+def solver_for_weights(solver, n_negative, owner):
     """The solver to run: L-BFGS for negative weights (Newton's Hessian takes the weights' square roots)."""
-    if sample_weight is None or not np.any(sample_weight < 0):
+    if not n_negative:
         return solver
     if solver == "newton-cholesky":
         raise ValueError(f"{owner}: solver='newton-cholesky' needs non-negative sample weights (its Hessian is "
                          f"built from their square roots), and sample_weight times the class weights has "
-                         f"{int(np.sum(sample_weight < 0))} negative entries; use solver='lbfgs' or 'auto'")
+                         f"{n_negative} negative entries; use solver='lbfgs' or 'auto'")
     return "lbfgs"
 
 
-def check_class_totals(targets, y, sample_weight, class_weight, owner):
-    """ValueError when ``"balanced"`` would divide by a class whose rows all weigh zero (infinite weights)."""
-    if class_weight != "balanced" or sample_weight is None:
-        return
-    totals = np.bincount(targets.encode(y), weights=sample_weight, minlength=targets.n_classes)
-    empty = targets.classes[totals <= 0]
-    if empty.size:
-        raise ValueError(f"{owner}: class_weight='balanced' divides by each class's total sample_weight, but the "
-                         f"rows of class(es) {empty.tolist()!r} have a total sample_weight <= 0; drop those rows or "
-                         f"give them positive weights")
-
-
-def check_weight_scale(sample_weight, n_samples, C, owner):
+def check_weight_scale(totals, C, owner):
     """ValueError unless the class-weighted sample weights leave a positive total whose product with C is usable.
 
     The solvers scale the loss by 1 / (C · Σw): a zero total (every class
     weight 0) or a product outside float64's range would divide by zero or
     give an infinite or zero penalty.
+
+    Parameters
+    ----------
+    totals : WeightTotals
+        The backend's count of the rows' weights (``total``, ``any_nonzero``).
+    C : float
+    owner : str
     """
-    total = float(n_samples) if sample_weight is None else float(np.sum(sample_weight))
-    if total == 0 and not np.any(sample_weight):
+    total = totals.total
+    if total == 0 and not totals.any_nonzero:
         raise ValueError(f"{owner}: sample_weight (times the class weights) is zero for every sample, so no "
                          f"sample counts in the fit; give at least one class and one row a positive weight")
     if not total > 0:
@@ -237,4 +279,3 @@ def check_weight_scale(sample_weight, n_samples, C, owner):
         raise ValueError(f"{owner}: C times the total sample weight is {scale:.3g} (C={C:.3g}, total weight "
                          f"{total:.3g}), outside the range float64 can scale the loss by; use a C or sample "
                          f"weights nearer 1 (multiplying every weight by c is the same model as C·c)")
-

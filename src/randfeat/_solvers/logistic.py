@@ -696,32 +696,58 @@ def fit(settings, template, X, labels, n_classes, w):
             f"{rows.describe()}, Hessian ({solver}) over every "
             f"{loss.cg_stride if solver == 'newton-cg' else loss.stride}-th row, "
             f"elapsed {time.perf_counter() - t0:.1f} s")
-    theta = _initial(settings, loss.K, rows.n_features, settings.fit_intercept)
+    return solve(settings, loss, solver, total, source.features, t0, "rows")
+
+
+def solve(settings, loss, solver, total, features, t0, where="rows"):
+    """Run ``solver`` on ``loss`` and build the ``LogisticResult``: the step ``fit`` and the Dask fit share.
+
+    Parameters
+    ----------
+    settings : LogisticSettings
+        ``init`` (a warm start), ``max_iter``, ``tol``, ``log``.
+    loss : LogisticLoss or an object with its interface (``dask_logistic.DaskLogisticLoss``)
+        ``sampled_hessian`` is None when the loss holds no row sample (Newton then sums
+        each Hessian in a pass); ``"newton-cg"`` needs ``sampled_curvature``.
+    solver : {"newton-cholesky", "newton-cg", "lbfgs"}
+        Resolved (not "auto").
+    total : float
+        Σ w, the loss's scale: the objective reported is C·Σw times the scaled one.
+    features : feature map or None
+        The fitted map, stored in the result.
+    t0 : float
+        ``time.perf_counter()`` at the start of the fit, for the log.
+    where : str
+        What one pass reads, for the log ("rows", "Dask row blocks").
+
+    Returns
+    -------
+    LogisticResult
+    """
+    log = settings.log
+    theta = _initial(settings, loss.K, loss.D, settings.fit_intercept)
     if solver == "newton-cholesky":
         check_memory(8 * 3 * loss.n_params**2, f"the {loss.n_params} x {loss.n_params} Hessian of newton-cholesky",
                      "use solver='lbfgs', which holds no Hessian")
         theta, n_iter, converged, fell_back = newton_cholesky(loss, theta, settings.max_iter, settings.tol, log,
                                                               loss.sampled_hessian)
-        if not converged and not fell_back:
-            warnings.warn(f"newton-cholesky did not converge within max_iter={settings.max_iter} iterations "
-                          f"(tol={settings.tol:g}). Increase the number of iterations (max_iter) or use "
-                          f"solver='lbfgs'.", ConvergenceWarning, stacklevel=3)
     elif solver == "newton-cg":
         theta, n_iter, converged, fell_back = newton_cg(loss, theta, settings.max_iter, settings.tol, log, lbfgs)
-        if not converged and not fell_back:
-            warnings.warn(f"newton-cg did not converge within max_iter={settings.max_iter} iterations "
-                          f"(tol={settings.tol:g}). Increase the number of iterations (max_iter) or use "
-                          f"solver='lbfgs'.", ConvergenceWarning, stacklevel=3)
     else:
         theta, n_iter, converged = lbfgs(loss, theta, settings.max_iter, settings.tol, log, warn=True)
+        fell_back = True  # not a Newton fit: lbfgs has warned itself when it stopped short
+    if not converged and not fell_back:
+        warnings.warn(f"{solver} did not converge within max_iter={settings.max_iter} iterations "
+                      f"(tol={settings.tol:g}). Increase the number of iterations (max_iter) or use "
+                      f"solver='lbfgs'.", ConvergenceWarning, stacklevel=4)
     f = loss.objective(theta)
-    Theta = theta.reshape(loss.K, rows.width)
+    Theta = theta.reshape(loss.K, loss.P)
     if not np.all(np.isfinite(Theta)):
         raise ValueError(f"{settings.owner}: the solution is not finite; rescale X (e.g. with StandardScaler).")
-    coef = Theta[:, :rows.n_features].copy()
-    intercept = Theta[:, rows.n_features].copy() if settings.fit_intercept else np.zeros(loss.K)
+    coef = Theta[:, :loss.D].copy()
+    intercept = Theta[:, loss.D].copy() if settings.fit_intercept else np.zeros(loss.K)
     if log is not None:
-        log(f"fit done ({solver}, {n_iter} iterations, {loss.passes} passes over the rows), "
+        log(f"fit done ({solver}, {n_iter} iterations, {loss.passes} passes over the {where}), "
             f"elapsed {time.perf_counter() - t0:.1f} s")
     return LogisticResult(solver, coef, intercept, np.array([n_iter], dtype=np.int32), bool(converged),
-                          f * settings.C * total, source.features)
+                          f * settings.C * total, features)
