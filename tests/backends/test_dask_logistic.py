@@ -203,6 +203,26 @@ def test_subsampled_hessian_does_not_change_the_answer(sync, monkeypatch):
         _close(model.intercept_, full.intercept_)
 
 
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_escalation_to_every_row_takes_the_same_steps(sync, monkeypatch, capsys, n_classes):
+    # Newton's last steps sum every row's Hessian (newton_cholesky's escalation) on Dask as in memory.
+    from randfeat._solvers import logistic
+
+    X, y, w = _data(n_classes)
+    monkeypatch.setattr(logistic, "HESSIAN_ROWS", 150)
+    monkeypatch.setattr(logistic, "HESSIAN_ROWS_PER_PARAMETER", 0)
+    monkeypatch.setattr(logistic, "QUADRATIC_DECREMENT", np.inf)
+    monkeypatch.setattr(logistic, "_every_row_pays", lambda *args: True)
+    kw = dict(features=rff(), solver="newton-cholesky", tol=1e-10, max_iter=1000, verbose=1)
+    ref = LogisticRegression(**kw).fit(X, y, sample_weight=w)
+    Xd, yd, wd = _dask(X, y, w)
+    est = LogisticRegression(**kw).fit(Xd, yd, sample_weight=wd)
+    assert capsys.readouterr().err.count("summed over every row") == 2  # once in each fit
+    assert est.n_iter_[0] == ref.n_iter_[0]
+    _close(est.coef_, ref.coef_)
+    _close(est.intercept_, ref.intercept_)
+
+
 # ------------------------------------------------------------ scikit-learn's objective
 @pytest.mark.parametrize("n_classes", [2, 10])
 @pytest.mark.parametrize("C", [0.01, 100.0])

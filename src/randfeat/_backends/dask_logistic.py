@@ -180,9 +180,15 @@ def _weight_sum(block):
     return float(block.weights.sum())
 
 
-def _evaluate_block(block, theta, hessian, hessian_dtype):
+def _evaluate_block(block, theta, hessian, hessian_dtype, every_row):
     block.hessian_dtype = hessian_dtype  # newton_cholesky may have switched to float64
-    return block.evaluate(theta, hessian=hessian)
+    stride = block.stride
+    if every_row:  # newton_cholesky has stopped sampling its Hessian's rows (loss.stride = 1)
+        block.stride = 1
+    try:
+        return block.evaluate(theta, hessian=hessian)
+    finally:
+        block.stride = stride
 
 
 def _add(a, b):
@@ -259,7 +265,7 @@ class DaskLogisticLoss:
         theta = np.asarray(theta, dtype=np.float64)
         shared = dask.delayed(theta, pure=False)  # one key: θ travels once per worker, not once per block
         task = dask.delayed(_evaluate_block, pure=False)
-        parts = [task(b, shared, hessian, self.hessian_dtype) for b in self.blocks]
+        parts = [task(b, shared, hessian, self.hessian_dtype, self.stride == 1) for b in self.blocks]
         ((f, G, H),) = dask.compute(tree_reduce(parts, _add))
         self.passes += 1
         f, G = f / self.total, G / self.total

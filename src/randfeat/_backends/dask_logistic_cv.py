@@ -72,6 +72,8 @@ class _FoldBlockLoss(_BlockLoss):
         self._ends = {s: e for s, e in bounds}
 
     def _sampled(self, start):
+        if self.stride == 1:  # every row (newton_cholesky's last steps, as in memory)
+            return slice(None)
         lo, hi = np.searchsorted(self.sample, [start, self._ends[start]])
         return self.sample[lo:hi] - start
 
@@ -176,6 +178,7 @@ def _fold_path(settings, base, folds_, k, n_rows, n_classes, D, solver):
                              f"no row counts in its fits; give rows of every fold's training set a positive "
                              f"weight (or choose other folds)")
         loss = DaskLogisticLoss(blocks, n_rows, n_classes, D, fs.fit_intercept, settings.Cs[0], total=total)
+        loss.stride = stride  # the fold's, as its in-memory loss's (newton_cholesky reads it)
         carry = logistic.HessianCarry() if solver == "newton-cholesky" else None
         theta = np.zeros(loss.n_params)
         coefs, n_iter = [], []
