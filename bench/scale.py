@@ -20,7 +20,8 @@ that makes the data itself (the same rows for every case, from a seed, in
 slabs so that making them costs no more memory than holding them), fits,
 and predicts the test set.  Peak memory is the child's peak resident set
 (VmHWM: Python, the input, the features, the solver's state, everything);
-"input" is the training array's size and "features" the CSR's (binning).
+"input" is the training array's size and "features" the CSR's (binning) as the map makes it (the CG fit frees its
+values, all one number, before it makes the solver's copy of the bins).
 
 Each case's result is appended to ``scale.jsonl`` as it finishes (the
 machine's load with it), so a long run can be split over several calls;
@@ -178,7 +179,8 @@ def _markdown(rows, info, quick):
         f"HIGGS-like synthetic set: {D_IN} float32 columns, two classes, nonlinear boundary; "
         f"{N_TEST:,} test rows.  Each case in its own process; *peak RSS* is that process's "
         "high-water mark (Python, input, features, solver, everything); *input* is the training "
-        "array (N × 28 float32), *features* the binning CSR (indices + values + row pointers).",
+        "array (N × 28 float32), *features* the binning CSR as the map makes it (indices + values + row "
+        "pointers; the CG fit frees its values once the solver's copy of the bins is made).",
         "",
         f"Machine: {info.get('processor')}{' (AVX-512)' if info.get('avx512') else ''}, {info.get('cpu_count')} cores, {info.get('mem_total_gb')} GB; "
         f"load average {_loads(rows)} at the start of each case; randfeat {info.get('randfeat')}, "

@@ -38,7 +38,9 @@ def csr_gram_block_of(csr, n_columns, columns, w, n_threads):
     Parameters
     ----------
     csr : (indptr, indices, data)
-        The CSR arrays of Z (one shared index dtype).
+        The CSR arrays of Z (one shared index dtype).  ``data`` may be any
+        1-d view of length nnz (a one-hot matrix's zero-stride broadcast of
+        its one value, ``onehot.release_values``): it is read a slab at a time.
     n_columns : int
         D.
     columns : ndarray of int, increasing
@@ -62,9 +64,18 @@ def csr_gram_block_of(csr, n_columns, columns, w, n_threads):
     # entries: 140 MB at once).  The kernel adds each slab into ``out`` in
     # row order, so the sums are the same bits as in one pass.
     step = max(1, int(GRAM_SLAB_ENTRIES * N // max(1, int(indptr[-1]))))
+    same = None
     for r0 in range(0, N, step):
         r1 = min(N, r0 + step)
-        hptr, hidx, hval = compact_columns(indptr[r0 : r1 + 1], indices, data, position)
+        p0, p1 = indptr[r0], indptr[r1]
+        if data.strides[0] == 0 and p1 > p0:  # one value: a contiguous run of it, made once and reused
+            if same is None or same.size < p1 - p0:
+                same = np.full(p1 - p0, data[0], dtype=data.dtype)
+            values = same[: p1 - p0]
+        else:
+            values = np.ascontiguousarray(data[p0:p1])
+        # The slab's arrays rebased to its first entry: the same compact copy, bit for bit.
+        hptr, hidx, hval = compact_columns(indptr[r0 : r1 + 1] - p0, indices[p0:p1], values, position)
         csr_gram_block(hptr, hidx, hval, np.zeros(0) if w is None else w[r0:r1], out, n_threads)
     # Upper triangle filled: mirror it.
     return mirror_triangle(out, lower=False)

@@ -132,6 +132,25 @@ def block_major_bins(Z, layout, n_threads=1):
     return bins
 
 
+def release_values(Z, layout):
+    """Replace the value array of one-hot CSR ``Z`` by a zero-stride view of its one value, freeing it.
+
+    For a Z the fit made itself (the features of X, or its merged rows):
+    the products read only the bins (``block_major_bins``) and the Gram
+    block only the column indices and the one value, so Z's nnz values
+    (half its bytes with float32 values and int32 indices: 2 GB for 10⁷
+    rows × 50 grids) need not be held beside the bins.  Z stays the same
+    matrix for every reader (its ``data`` a read-only view of length nnz).
+    Call it before the bins are made, so that they take the values' place.
+
+    Parameters
+    ----------
+    Z : scipy.sparse CSR matrix with the one-hot ``layout``, owned by the caller
+    layout : OneHotLayout
+    """
+    Z.data = np.broadcast_to(np.array(layout.value, dtype=Z.data.dtype), Z.data.shape)
+
+
 _INT32_MAX = int(np.iinfo(np.int32).max)
 #: Rows per slab when int64 column indices are narrowed for the int32 kernels (a few MB a slab).
 WIDE_SLAB_ROWS = 1 << 16
@@ -231,8 +250,9 @@ class OneHotBlockProducts(FeatureOperator):
     The Gram block is read from Z's CSR (``csr_gram_block_of``).  Speed
     against SciPy: DESIGN.md, "One-hot block products".  Memory: the
     block-major copy of the bins is N·G uint16 (blocks of at most 65536
-    columns) or int32, at most the size of Z's index array (Z itself is
-    kept for the Gram block).
+    columns) or int32, at most the size of Z's index array (Z's indices are
+    kept for the Gram block, its values are not read: a fit that made Z
+    frees them first, ``release_values``).
 
     Parameters
     ----------
@@ -250,7 +270,11 @@ class OneHotBlockProducts(FeatureOperator):
         super().__init__(Z.shape, Z.dtype, threads_for("csr_entries", Z.nnz, n_threads))
         self.Z = Z
         self._entries = Z.nnz if entries is None else int(entries)
-        self._csr = (*_common_index_dtype(Z), Z.data)
+        # Every stored value is ``value`` (``onehot_layout``): the Gram block
+        # reads a zero-stride view of it, never Z.data (which the fit may
+        # have released: ``release_values``).
+        indptr, indices = _common_index_dtype(Z)
+        self._csr = (indptr, indices, np.broadcast_to(np.array(structure[2], dtype=Z.dtype), indices.shape))
         self.bins, self.start, self.value = structure
         # The same columns row by row, for the kernel's row path (2..8
         # targets): a view of Z's int32 indices, or, with uint16 bins, their

@@ -12,7 +12,7 @@ from .._core.types import ArrayLike, MatrixLike
 from .._ext import _fourier_fast
 from .csr import SparseProducts
 from .dense import DenseProducts, gemm_ready
-from .onehot import OneHotBlockProducts, block_major_bins, onehot_layout
+from .onehot import OneHotBlockProducts, block_major_bins, onehot_layout, release_values
 from .rowmerge import merged_problem
 
 
@@ -72,7 +72,7 @@ def make_products(Z, n_threads, entries=None):
     return _operator(Z, n_threads, entries, onehot_layout(Z, n_threads) if sp.issparse(Z) else None)
 
 
-def prepare_problem(Z, Y, sample_weight, n_threads):
+def prepare_problem(Z, Y, sample_weight, n_threads, owned=False):
     """Return the operator of a CG fit on ``Z``: its structure found once, identical rows merged first.
 
     The one-hot layout (``onehot_layout``: one pass, no copy) is found on Z
@@ -86,6 +86,12 @@ def prepare_problem(Z, Y, sample_weight, n_threads):
     Y : ndarray of shape (N, K), float64
     sample_weight : ndarray of shape (N,) float64, or None
     n_threads : int
+    owned : bool, default=False
+        True when Z is the fit's own matrix (the features it made): a one-hot
+        Z's value array is then released (``onehot.release_values``) before
+        the bins are made, so that the operator's peak memory is Z's indices
+        plus the bins, not all of Z plus the bins.  A merged Z (a copy) is
+        always treated so.
 
     Returns
     -------
@@ -95,8 +101,12 @@ def prepare_problem(Z, Y, sample_weight, n_threads):
     sample_weight : ndarray of shape (ops.shape[0],) float64, or None
     """
     layout = onehot_layout(Z, n_threads) if sp.issparse(Z) else None
-    Z, Y, sample_weight, entries = merged_problem(Z, Y, sample_weight, None if layout is None else layout.n_blocks)
-    return _operator(Z, n_threads, entries, layout), Y, sample_weight
+    Zm, Y, sample_weight, entries = merged_problem(Z, Y, sample_weight, None if layout is None else layout.n_blocks)
+    if layout is not None and owned:
+        release_values(Z, layout)
+    if layout is not None and Zm is not Z:  # the merged rows: a copy made here
+        release_values(Zm, layout)
+    return _operator(Zm, n_threads, entries, layout), Y, sample_weight
 
 
 def _operator(Z, n_threads, entries, layout):

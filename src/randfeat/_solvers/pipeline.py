@@ -361,15 +361,38 @@ def fit(settings, template, X, Y, w):
         # the primal Gram (D × D, densified) is the wrong system; factor the
         # dual (``dual.py``).  Narrower ones keep the primal factor, which
         # ``predict(return_std=True)`` needs.
-        result = solve_cg(settings, source.Z, source.features, Y, w, n_threads, dual="force")
+        result = solve_cg(settings, source.Z, source.features, Y, w, n_threads, dual="force",
+                          owned=made_from(source.Z, X, source.features))
     elif solver == "cholesky":
         result = solve_cholesky(settings, source, Y, w, n_threads, t0)
     else:
         # CG needs Z at every iteration: materialise it (N × D memory).
-        result = solve_cg(settings, source.materialised(), source.features, Y, w, n_threads)
+        Z = source.materialised()
+        result = solve_cg(settings, Z, source.features, Y, w, n_threads, owned=made_from(Z, X, source.features))
     if settings.log is not None:
         settings.log(f"fit done ({result.solver}), elapsed {time.perf_counter() - t0:.1f} s")
     return result
+
+
+def made_from(Z, X, features):
+    """True when Z is a sparse matrix a map made from X (not X, nor a view of its values): the fit's own, to free.
+
+    Parameters
+    ----------
+    Z : ndarray or sparse matrix
+        The features a CG fit reads.
+    X : ndarray or sparse matrix
+        The fit's input.
+    features : feature map or None
+        None: Z is X.
+
+    Returns
+    -------
+    bool
+    """
+    if features is None or Z is X or not sp.issparse(Z):
+        return False
+    return not np.may_share_memory(Z.data, X.data if sp.issparse(X) else X)
 
 
 def check_finite(coef, intercept, owner):
@@ -386,7 +409,7 @@ def cg_result(result, features, dtype, owner):
                      result.residual, None, features, result.preconditioner)
 
 
-def solve_cg(settings, Z, features, Y, w, n_threads, dual="auto"):
+def solve_cg(settings, Z, features, Y, w, n_threads, dual="auto", owned=False):
     """Preconditioned block CG on a materialised Z (identical rows merged first), or its dual by Cholesky.
 
     ``dual``: "auto" — with ``solver="auto"`` and ``preconditioner="auto"``
@@ -394,14 +417,16 @@ def solve_cg(settings, Z, features, Y, w, n_threads, dual="auto"):
     ``dual.dual_cholesky_pays`` says so; "force" — whenever the dual has at
     most ``dual.FACTOR_MAX_ROWS`` unknowns (``solver="cholesky"`` on sparse
     features wider than twice the rows).  Otherwise, and when the dual factor
-    is not positive definite, CG.  Returns a ``FitResult``.
+    is not positive definite, CG.  ``owned``: Z is the fit's own features,
+    whose one-hot values may be freed (``products.prepare_problem``).
+    Returns a ``FitResult``.
     """
     settings.check_preconditioner_rank(Z.shape[1])
     n_rows, dtype = Z.shape[0], Z.dtype
     # Z's structure found once; identical feature rows (binning of integer
     # or categorical data) as one weighted row each: the same solution,
     # cheaper products.
-    ops, Y, w = prepare_problem(Z, Y, w, n_threads)
+    ops, Y, w = prepare_problem(Z, Y, w, n_threads, owned=owned)
     if ops.shape[0] < n_rows and settings.log is not None:
         settings.log(f"CG on {ops.shape[0]} distinct feature rows of {n_rows} (identical rows merged)")
     try:
