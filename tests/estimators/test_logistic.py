@@ -288,6 +288,20 @@ def test_newton_cg_diagonal_preconditioner(kind, monkeypatch):
     assert abs(ours - theirs) <= 1e-6 * theirs
 
 
+def test_given_float64_rows_are_read_where_they_are(monkeypatch):
+    """Features given as C-ordered float64 (X itself, a fold's rows) are held without a copy at any size."""
+    import randfeat._solvers.logistic_rows as rows_mod
+    from randfeat._solvers.pipeline import FeatureSource
+
+    monkeypatch.setattr(rows_mod, "MATERIALISE_BYTES", 0)
+    Z = np.random.default_rng(0).standard_normal((50, 7))
+    assert rows_mod.DesignRows(FeatureSource(None, None, Z), True, None).held is Z
+    rows32 = rows_mod.DesignRows(FeatureSource(None, None, Z.astype(np.float32)), True, None)
+    assert rows32.held is None  # float32 rows: the float32 rule (held in float32, or made again)
+    rowsF = rows_mod.DesignRows(FeatureSource(None, None, np.asfortranarray(Z)), True, None)
+    assert rowsF.held is None
+
+
 def test_binning_csr_is_not_copied():
     """The intercept is added by the loss (bare rows): the solver reads the map's CSR itself."""
     from randfeat._solvers.logistic import DesignRows

@@ -2,10 +2,12 @@
 
 The rows are bare (the loss adds the intercept itself, so binning's CSR is
 read as it is, never copied nor densified), in float64, a chunk of rows at
-a time.  They are made once and held when they fit ``MATERIALISE_BYTES`` in
-float64; beyond, the first rows that fit ``HELD_FLOAT32_BYTES`` are held
-rounded to float32 (widened back a small block at a time) and the others
-are made again from X at every pass.
+a time.  Features given as a C-ordered float64 matrix (X itself, or a
+fold's rows) are read where they are.  Features made from X are made once
+and held when they fit ``MATERIALISE_BYTES`` in float64; beyond, the first
+rows that fit ``HELD_FLOAT32_BYTES`` are held rounded to float32 (widened
+back a small block at a time) and the others are made again from X at
+every pass.
 """
 
 import numpy as np
@@ -54,7 +56,8 @@ class DesignRows:
         D = max(1, self.n_features)
         self.bounds = list(row_chunks(self.n_rows, self.n_features, 8, chunk_size))
         step = chunk_size or max(64, WORK_BYTES // (8 * D))  # made in small chunks, then held
-        if self.n_rows * D * 8 <= MATERIALISE_BYTES:
+        given = source.Z is not None and source.Z.dtype == np.float64 and source.Z.flags.c_contiguous
+        if given or self.n_rows * D * 8 <= MATERIALISE_BYTES:  # given float64 rows: held as they are, no copy
             self.held = _all_rows_float64(source)
             return
         self.n_held32 = min(self.n_rows, HELD_FLOAT32_BYTES // (4 * D))
