@@ -302,6 +302,24 @@ def test_given_float64_rows_are_read_where_they_are(monkeypatch):
     assert rowsF.held is None
 
 
+def test_systematic_sample_of_held_rows_is_a_view():
+    """The Hessian's every-stride-th-row sample of held float64 rows is a view (no fresh memory), same rows."""
+    from randfeat._solvers.logistic_rows import DesignRows
+    from randfeat._solvers.pipeline import FeatureSource
+
+    Z = np.random.default_rng(1).standard_normal((103, 6))
+    rows = DesignRows(FeatureSource(None, None, Z), True, None)
+    for index in (np.arange(0, 103, 4), np.arange(3, 103, 10), np.array([5])):
+        sample = rows.sample(index, np.float64)
+        assert np.shares_memory(sample, Z)
+        np.testing.assert_array_equal(sample, Z[index])
+    irregular = np.array([0, 1, 5, 9])
+    sample = rows.sample(irregular, np.float64)
+    assert not np.shares_memory(sample, Z)
+    np.testing.assert_array_equal(sample, Z[irregular])
+    np.testing.assert_array_equal(rows.sample(np.arange(0, 103, 4), np.float32), Z[::4].astype(np.float32))
+
+
 def test_binning_csr_is_not_copied():
     """The intercept is added by the loss (bare rows): the solver reads the map's CSR itself."""
     from randfeat._solvers.logistic import DesignRows

@@ -117,7 +117,12 @@ class DesignRows:
     def sample(self, index, dtype):
         """The bare rows ``index`` (sorted row numbers) as one matrix: dense of ``dtype``, or CSR float64."""
         if self.held is not None:
-            return self.held[index] if sp.issparse(self.held) else self.held[index].astype(dtype, copy=False)
+            if sp.issparse(self.held):
+                return self.held[index]
+            step = _step(index)
+            if step and self.held.dtype == dtype:  # every step-th held row: a view (fresh memory is slow to touch)
+                return self.held[index[0]::step][:len(index)]
+            return self.held[index].astype(dtype, copy=False)
         out = np.empty((len(index), self.n_features), dtype=dtype)
         cut = int(np.searchsorted(index, self.n_held32))
         if cut:
@@ -138,3 +143,11 @@ def _all_rows_float64(source):
     if sp.issparse(Z):
         Z = Z.toarray()
     return np.ascontiguousarray(Z, dtype=np.float64)
+
+
+def _step(index):
+    """d when ``index`` is index[0], index[0] + d, index[0] + 2d, ... (d > 0), else 0."""
+    if len(index) < 2:
+        return 1 if len(index) == 1 else 0
+    d = int(index[1] - index[0])
+    return d if d > 0 and np.array_equal(index, index[0] + d * np.arange(len(index))) else 0
