@@ -39,16 +39,14 @@ features are made again per pass use every stride-th row of X.  ``solver="newton
 
 import dataclasses
 import time
-import warnings
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import clone
-from sklearn.exceptions import ConvergenceWarning
 
 from .._core.protocols import MapCapability
 from .._solvers import logistic
-from .._solvers.logistic_path import PathSelection, folds
+from .._solvers.logistic_path import PathSelection, fit_at_C, folds
 from .._solvers.selection import AUTO_GAMMA_FACTORS, as_positive
 from .dask_logistic import (DaskLogisticLoss, _BlockLoss, block_offsets, check_row_independent, dask_solver,
                             fitted_map, hessian_stride, persisted_blocks, solve_on_blocks, weight_total)
@@ -184,15 +182,8 @@ def _fold_path(settings, base, folds_, k, n_rows, n_classes, D, solver):
         coefs, n_iter = [], []
         for C in settings.Cs:
             loss.set_C(C)
-            if carry is not None:  # no held row sample here: each new Hessian is a pass over the blocks
-                theta, it, converged, _ = logistic.newton_cholesky(loss, theta, fs.max_iter, fs.tol, None, None,
-                                                                   carry)
-            else:
-                theta, it, converged = logistic.lbfgs(loss, theta, fs.max_iter, fs.tol)
-            if not converged:
-                warnings.warn(f"{solver} did not converge within max_iter={fs.max_iter} iterations (tol={fs.tol:g}) "
-                              f"on fold {k + 1} at C={float(C):.6g}. Increase the number of iterations "
-                              f"(max_iter).", ConvergenceWarning, stacklevel=2)
+            # No held row sample here: each new Hessian is a pass over the blocks.
+            theta, it = fit_at_C(fs, loss, theta, solver, carry, None, k, C)
             if not np.all(np.isfinite(theta)):
                 raise ValueError(f"{fs.owner}: the solution on fold {k + 1} at C={float(C):.6g} is not finite; "
                                  f"rescale X (e.g. with StandardScaler).")

@@ -148,15 +148,8 @@ def fold_path(settings, Z, labels, n_classes, w, train, test, n_threads, fold):
             l2 = 1.0 / (float(C) * total)
             loss = (LogisticLoss(rows, labels[train], wtrain / total, n_classes, l2, n_threads) if loss is None
                     else loss.with_l2(l2))
-            if carry is not None:
-                theta, it, converged, _ = logistic.newton_cholesky(
-                    loss, theta, fs.max_iter, fs.tol, None, loss.sampled_hessian if loss.stride > 1 else None, carry)
-            else:
-                theta, it, converged = logistic.lbfgs(loss, theta, fs.max_iter, fs.tol)
-            if not converged:
-                warnings.warn(f"{solver} did not converge within max_iter={fs.max_iter} iterations (tol={fs.tol:g}) "
-                              f"on fold {fold + 1} at C={float(C):.6g}. Increase the number of iterations "
-                              f"(max_iter).", ConvergenceWarning, stacklevel=2)
+            sampled = loss.sampled_hessian if loss.stride > 1 else None
+            theta, it = fit_at_C(fs, loss, theta, solver, carry, sampled, fold, C)
             Theta = theta.reshape(K, P)
             coef = Theta[:, :D].copy()
             intercept = Theta[:, D].copy() if fs.fit_intercept else np.zeros(K)
@@ -175,6 +168,24 @@ def fold_path(settings, Z, labels, n_classes, w, train, test, n_threads, fold):
         fs.log(f"fold {fold + 1}: {len(settings.Cs)} Cs fitted ({solver}) in {time.perf_counter() - t0:.2f} s, "
                f"{sum(n_iter)} iterations")
     return np.stack(coefs), np.array(n_iter, dtype=np.int32), F
+
+
+def fit_at_C(fs, loss, theta, solver, carry, sampled, fold, C):
+    """One C of a fold's path from θ (the previous C's solution): (θ, iterations), warning when it stops short.
+
+    ``solver`` "newton-cholesky" (``carry``: the path's ``HessianCarry``;
+    ``sampled``: the loss's held-sample Hessian or None) or "lbfgs".  The
+    in-memory path and the Dask one (``dask_logistic_cv``) both run it.
+    """
+    if carry is not None:
+        theta, it, converged, _ = logistic.newton_cholesky(loss, theta, fs.max_iter, fs.tol, None, sampled, carry)
+    else:
+        theta, it, converged = logistic.lbfgs(loss, theta, fs.max_iter, fs.tol)
+    if not converged:
+        warnings.warn(f"{solver} did not converge within max_iter={fs.max_iter} iterations (tol={fs.tol:g}) "
+                      f"on fold {fold + 1} at C={float(C):.6g}. Increase the number of iterations "
+                      f"(max_iter).", ConvergenceWarning, stacklevel=3)
+    return theta, it
 
 
 def _workers(n_threads, n_folds):
