@@ -12,8 +12,11 @@ from randfeat import RandomBinningFeatures, Ridge, RidgeClassifier
 from randfeat._linalg.csr import SparseProducts
 from randfeat._linalg.onehot import FasterSetting, OneHotBlockProducts, aligned_empty, onehot_block_structure
 from randfeat._linalg.products import make_products
-from randfeat._ext._onehot_fast import (bins_dtype, block_ranges, local_bins, local_rows, n_row_blocks, onehot_matmat, onehot_tmatmat, pad_rows,
-                                   padded_width, row_group_budgets, set_group_budgets, vector_isa)
+from randfeat._ext._onehot_fast import (GRAM_TILE_BYTES, bins_dtype, block_ranges, local_bins, local_rows, n_row_blocks,
+                                        onehot_gram_block, onehot_matmat, onehot_tmatmat, pad_rows, padded_width,
+                                        row_group_budgets, set_group_budgets, vector_isa)
+from randfeat._linalg.csr import csr_gram_block_of
+import randfeat._ext._onehot_fast as onehot_fast
 from randfeat._ext._sparse_fast import compact_columns, csr_gram_block
 from randfeat._solvers.precond import heavy_block_preconditioner, max_block_size
 from _subprocess_env import run_on_vector_path
@@ -373,6 +376,57 @@ def test_gram_block_matches_numpy(index_dtype, dtype, weighted):
     np.testing.assert_allclose(np.triu(blocks[0]), np.triu(ref), rtol=1e-12, atol=1e-12)
     ops = SparseProducts(Z, 2)
     np.testing.assert_allclose(ops.gram_block(columns, w), ref, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.kernel
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("wide_bins", [False, True])
+def test_onehot_gram_block_is_exact_counts_or_the_csr_kernel_to_the_bit(dtype, weighted, wide_bins, monkeypatch):
+    # Tiles of a few blocks (a small tile budget), more rows than one step
+    # of the kernel, chosen columns in some blocks only (block 2 has none).
+    monkeypatch.setattr(onehot_fast, "GRAM_TILE_BYTES", 4096)
+    Z, _ = binning_Z(n=9000, P=12, dtype=dtype)
+    bins, start, value = onehot_block_structure(Z)
+    if wide_bins:
+        bins = bins.astype(np.int32)  # the kernel's path for blocks wider than 65536 columns
+    rng = np.random.default_rng(7)
+    heavy = np.argsort(-np.asarray(Z.sum(axis=0)).ravel(), kind="stable")[:40]
+    columns = np.sort(np.setdiff1d(np.r_[heavy, rng.choice(Z.shape[1], 15, replace=False)],
+                                   np.arange(start[2], start[3])))
+    h = len(columns)
+    w = rng.uniform(0.2, 3.0, Z.shape[0]) if weighted else None
+    position = np.full(Z.shape[1], h, dtype=np.int32)
+    position[columns] = np.arange(h, dtype=np.int32)
+    v = float(np.array(value, dtype=dtype))
+    blocks = [onehot_gram_block(bins, start, position, h, v, np.zeros(0) if w is None else w, t) for t in (1, 2, 3)]
+    assert all(np.array_equal(blocks[0], b) for b in blocks[1:])
+    assert blocks[0].shape == (h, h) and np.all(np.tril(blocks[0], -1) == 0)
+    csr = csr_gram_block_of((Z.indptr, Z.indices, Z.data), Z.shape[1], columns, w, 2)
+    dense = Z[:, columns].toarray().astype(np.float64)
+    ref = dense.T @ ((np.ones(Z.shape[0]) if w is None else w)[:, None] * dense)
+    np.testing.assert_allclose(blocks[0], np.triu(ref), rtol=1e-12, atol=1e-12)
+    if weighted:
+        expected = csr  # the CSR kernel's factors in its order: its bits
+    else:
+        # Exact counts of rows (an integer product), times value² once.
+        ones = (Z[:, columns] != 0).astype(np.int64).toarray()
+        expected = (ones.T @ ones).astype(np.float64) * (v * v)
+    assert np.array_equal(np.triu(expected), blocks[0])
+    # The operator's block: the same, symmetric.
+    assert np.array_equal(OneHotBlockProducts(Z, onehot_block_structure(Z), 2).gram_block(columns, w), expected)
+
+
+def test_onehot_gram_block_refuses_mismatched_shapes():
+    Z, _ = binning_Z(n=200, P=3)
+    bins, start, value = onehot_block_structure(Z)
+    position = np.zeros(Z.shape[1] + 1, dtype=np.int32)
+    with pytest.raises(ValueError, match="shapes"):
+        onehot_gram_block(bins, start, position, 1, value, EMPTY, 1)
+    with pytest.raises(ValueError, match="w has the wrong length"):
+        onehot_gram_block(bins, start, position[:-1], 1, value, np.ones(3), 1)
+    with pytest.raises(ValueError, match="position"):
+        onehot_gram_block(bins, start, position[:-1] + 2, 1, value, EMPTY, 1)
 
 
 # ------------------------------------------------------------ preconditioner

@@ -40,3 +40,13 @@ def block_ranges(
 NARROW_BLOCK_WIDTH: int
 def uses_row_path(K: int) -> bool: ...
 def row_group_budgets() -> tuple[int, int]: ...
+GRAM_TILE_BYTES: int
+def onehot_gram_block(
+    bins: NDArray[np.int32] | NDArray[np.uint16],
+    start: NDArray[np.int64],
+    position: NDArray[np.int32],
+    h: int,
+    value: float,
+    w: NDArray[np.float64],
+    n_threads: int,
+) -> NDArray[np.float64]: ...

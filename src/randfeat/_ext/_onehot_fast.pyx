@@ -22,7 +22,7 @@ precision also for float32 input.
 
 cimport cython
 from cython cimport floating
-from libc.stdint cimport int32_t, int64_t, uint16_t
+from libc.stdint cimport int32_t, int64_t, uint16_t, uint32_t
 from libc.string cimport memcpy, memset
 
 import numpy as np
@@ -810,3 +810,227 @@ def local_rows(const int32_t[:, ::1] cols, const int64_t[::1] start, uint16_t[:,
     if N == 0 or G == 0:
         return
     _run_local_columns(cols, start, &out[0, 0], True, True, n_threads)
+
+
+
+# Rows per step of ``onehot_gram_block``: each step's tile rows and factors
+# (GRAM_ROWS int64 + double) stay in L1 while the chunk's blocks add to the tile.
+cdef Py_ssize_t GRAM_ROWS = 2048
+#: Bytes of one chunk's tile in ``onehot_gram_block`` (the first block's
+#: chosen columns × a run of later blocks' chosen columns, doubles): within
+#: L2, beside the step's rows.
+GRAM_TILE_BYTES = 512 << 10
+
+
+# A tile's entries: sums of weighted rows, or counts of rows (unit weights).
+ctypedef fused tile_entry:
+    double
+    uint32_t
+
+
+# Fields per chunk of ``_GramBlock``.
+cdef Py_ssize_t GRAM_CHUNK_FIELDS = 9
+
+
+cdef class _GramBlock(ChunkLoop):
+    """Σ_i w_i z_i[H] z_i[H]ᵀ of a one-hot block matrix: chunk = one or two first blocks and a run of blocks.
+
+    A chunk sums every row into a private, contiguous tile (its entries
+    only, plus one row per first block and one column that take the
+    unchosen columns' sums, so the inner loop has no branch), then copies
+    the tile's upper-triangle entries into ``out``.  Two first blocks g1,
+    g1 + 1 share each read of a later block's bins (the loop's loads and
+    index arithmetic, not its additions, are most of its cost).
+    """
+    cdef const void *bins        # (G, N) block-major, uint16 (narrow) or int32
+    cdef bint narrow
+    cdef const int64_t *start    # (G + 1,)
+    cdef const int32_t *position  # (D,) chosen column's position 0..h−1, or h (not chosen)
+    cdef const double *w         # NULL: unit weights
+    cdef bint counted            # unit weights summed as uint32 counts of rows
+    cdef double value
+    cdef double *out             # (h, h)
+    cdef Py_ssize_t N, h
+    # (n_chunks, 8): g1, first g2, one past the last g2, base2, m2, and per
+    # first block (up to two) its base and count: base1, n1, base1b, n1b (n1b = −1: one first block)
+    cdef const int32_t *chunk
+
+    cdef void run_chunk(self, Py_ssize_t c, void *scratch) noexcept nogil:
+        if self.narrow:
+            _gram_chunk(self, <const uint16_t *>self.bins, c, scratch)
+        else:
+            _gram_chunk(self, <const int32_t *>self.bins, c, scratch)
+
+
+cdef inline void _gram_chunk(_GramBlock L, const bin_index *bins, Py_ssize_t c, void *scratch) noexcept nogil:
+    if L.counted:
+        _gram_sum(L, bins, c, scratch, <uint32_t *>NULL)
+    else:
+        _gram_sum(L, bins, c, scratch, <double *>NULL)
+
+
+cdef inline void _gram_sum(_GramBlock L, const bin_index *bins, Py_ssize_t c, void *scratch,
+                           tile_entry *kind) noexcept nogil:
+    """One chunk: a tile of doubles (weighted rows) or of row counts (unit weights)."""
+    cdef const int32_t *ch = L.chunk + GRAM_CHUNK_FIELDS * c
+    cdef Py_ssize_t g1 = ch[0], lo = ch[1], hi = ch[2], base2 = ch[3], m2 = ch[4], base1 = ch[5], n1 = ch[6]
+    cdef Py_ssize_t base1b = ch[7], n1b = ch[8]
+    cdef bint two = n1b >= 0
+    cdef Py_ssize_t g2, i0, ii, n, a, b, q, N = L.N, ld = m2 + 1, rows = n1 + 1 + (n1b + 1 if two else 0)
+    cdef int64_t *row = <int64_t *>scratch
+    cdef int64_t *rowb = row + GRAM_ROWS
+    cdef double *f = <double *>(rowb + GRAM_ROWS)
+    cdef tile_entry *tile = <tile_entry *>(f + GRAM_ROWS)
+    cdef const int32_t *pos1 = L.position + L.start[g1]
+    cdef const int32_t *pos1b = L.position + L.start[g1 + 1] if two else pos1
+    cdef const int32_t *pos2
+    cdef const bin_index *b1
+    cdef const bin_index *b2
+    cdef double v = L.value, unit = v * v
+    memset(tile, 0, rows * ld * sizeof(tile_entry))
+    i0 = 0
+    while i0 < N:
+        n = min(GRAM_ROWS, N - i0)
+        b1 = bins + g1 * N + i0
+        for ii in range(n):
+            # An unchosen column (position h) lands in its block's last tile row.
+            row[ii] = <int64_t>min(pos1[b1[ii]] - base1, n1) * ld
+            if tile_entry is double:
+                # The factors as the CSR kernel (``csr_gram_block``) forms
+                # them, (value · w_i) · value, summed in row order: its bits.
+                f[ii] = (v * (L.w[i0 + ii] if L.w != NULL else 1.0)) * v
+        if two:
+            b1 = bins + (g1 + 1) * N + i0
+            for ii in range(n):
+                rowb[ii] = <int64_t>(n1 + 1 + min(pos1b[b1[ii]] - base1b, n1b)) * ld
+            for g2 in range(lo, hi):
+                pos2 = L.position + L.start[g2]
+                b2 = bins + g2 * N + i0
+                for ii in range(n):
+                    q = min(pos2[b2[ii]] - base2, m2)
+                    if tile_entry is double:
+                        tile[row[ii] + q] += f[ii]
+                        tile[rowb[ii] + q] += f[ii]
+                    else:
+                        tile[row[ii] + q] += 1
+                        tile[rowb[ii] + q] += 1
+        else:
+            for g2 in range(lo, hi):
+                pos2 = L.position + L.start[g2]
+                b2 = bins + g2 * N + i0
+                for ii in range(n):
+                    if tile_entry is double:
+                        tile[row[ii] + min(pos2[b2[ii]] - base2, m2)] += f[ii]
+                    else:
+                        tile[row[ii] + min(pos2[b2[ii]] - base2, m2)] += 1
+        i0 += n
+    # The second block's row of tiles from its own columns on: the entries
+    # left of them (the first block's columns) are below the diagonal.
+    b = max(base1b - base2, 0) if two else 0
+    for a in range(rows):
+        if a == n1 or a == rows - 1:
+            continue  # the unchosen columns' rows
+        q = (base1 + a) if a < n1 else (base1b + a - n1 - 1)
+        for ii in range(b if a > n1 else 0, m2):
+            if tile_entry is double:
+                L.out[q * L.h + base2 + ii] = tile[a * ld + ii]
+            else:
+                # A count times value²: exact counts, one rounding.
+                L.out[q * L.h + base2 + ii] = <double>tile[a * ld + ii] * unit
+
+
+def onehot_gram_block(const bin_index[:, ::1] bins, const int64_t[::1] start, const int32_t[::1] position,
+                      Py_ssize_t h, double value, const double[::1] w, int n_threads):
+    """Return the upper triangle of the Gram block Σ_i w_i z_i[H] z_i[H]ᵀ of a one-hot block matrix.
+
+    Every row has one nonzero (``value``) per block, so the block's entry
+    (a, b) for chosen columns a < b in blocks g1 < g2 sums the rows whose
+    bins are a and b; within one block only the diagonal is nonzero.  The
+    sums go block pair by block pair over all rows, into a private tile of
+    at most ``GRAM_TILE_BYTES`` per chunk, instead of row by row across the
+    whole h × h output (one cache miss per update once h × h outgrows the
+    cache: 5.0 s against 2.3 s for h = 4096 on 2·10⁶ rows × 50 grids).
+    Each entry is summed in row order by one thread, so the result does not
+    depend on the thread count.  Weighted rows: the CSR kernel's factors
+    (value · w_i) · value in its order, the same bits as ``csr_gram_block``.
+    Unit weights: exact uint32 counts of rows, times value² (one rounding,
+    not one per row; half the tile's bytes).
+
+    Parameters
+    ----------
+    bins : (G, N) uint16 or int32, C-contiguous
+        Block-major local bins (``local_bins``).
+    start : (G + 1,) int64
+        Block offsets.
+    position : (D,) int32
+        Each column's position 0..h−1 in the block (increasing with the
+        column), or h for a column not chosen.
+    h : int
+        Number of chosen columns.
+    value : float
+        The one stored value, as a double.
+    w : (N,) float64 sample weights, or length 0 for unit weights
+    n_threads : int
+
+    Returns
+    -------
+    ndarray of shape (h, h), float64
+        The upper triangle (diagonal included) filled, the lower one zero.
+    """
+    cdef Py_ssize_t G = bins.shape[0], N = bins.shape[1]
+    if start.shape[0] != G + 1 or position.shape[0] != start[G]:
+        raise ValueError("bins / start / position shapes do not match")
+    if w.shape[0] != 0 and w.shape[0] != N:
+        raise ValueError("w has the wrong length")
+    out = np.zeros((h, h), dtype=np.float64)
+    pos = np.asarray(position)
+    if N == 0 or G == 0 or h == 0:
+        return out
+    # Every position addresses the tiles: checked here, O(D).
+    if np.min(pos) < 0 or np.max(pos) > h:
+        raise ValueError("position must hold values in [0, h]")
+    # Chosen columns per block and each block's first position (positions
+    # increase with the column, so a block's chosen columns are consecutive).
+    counts = np.add.reduceat((pos < h).astype(np.int64), np.asarray(start[:G]))
+    first = np.cumsum(counts) - counts
+    if int(counts.sum()) != h:
+        raise ValueError("position must number the chosen columns 0..h−1")
+    # Counts of rows (uint32) for unit weights, while no count can overflow.
+    counted = w.shape[0] == 0 and N < 2**32
+    entry_bytes = 4 if counted else 8
+    chunks = []
+    g1 = 0
+    while g1 < G:
+        # Two first blocks when the next one also has chosen columns.
+        pair = g1 + 1 < G and counts[g1 + 1] > 0
+        if counts[g1] == 0:
+            g1 += 1
+            continue
+        rows = counts[g1] + 1 + (counts[g1 + 1] + 1 if pair else 0)
+        g2 = g1
+        while g2 < G:
+            hi, m2 = g2, 0
+            # A run of blocks whose tile stays within the budget (at least one block).
+            while hi < G and (hi == g2 or rows * (m2 + counts[hi] + 1) * entry_bytes <= GRAM_TILE_BYTES):
+                m2 += counts[hi]
+                hi += 1
+            # A run of the first block's own columns only holds nothing the second block needs (and v.v.).
+            if m2:
+                chunks.append((g1, g2, hi, first[g2], m2, first[g1], counts[g1],
+                               first[g1 + 1] if pair else 0, counts[g1 + 1] if pair else -1))
+            g2 = hi
+        g1 += 2 if pair else 1
+    cdef int32_t[:, ::1] table = np.array(chunks, dtype=np.int32).reshape(-1, GRAM_CHUNK_FIELDS)
+    cdef double[:, ::1] out_ = out
+    cdef _GramBlock loop = _GramBlock()
+    if not chunks:
+        return out
+    widest = max((c[6] + 1 + c[8] + 1) * (c[4] + 1) for c in chunks)
+    loop.bins, loop.narrow, loop.start, loop.position = &bins[0, 0], bin_index is uint16_t, &start[0], &position[0]
+    loop.w = &w[0] if w.shape[0] > 0 else NULL
+    loop.counted = counted
+    loop.value, loop.out, loop.N, loop.h, loop.chunk = value, &out_[0, 0], N, h, &table[0, 0]
+    loop.n_chunks, loop.n_threads = len(chunks), max(1, n_threads)
+    loop.scratch_bytes = GRAM_ROWS * (2 * sizeof(int64_t) + sizeof(double)) + widest * sizeof(double)
+    loop.run()
+    return out

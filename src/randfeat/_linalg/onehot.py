@@ -6,9 +6,10 @@ from typing import NamedTuple
 import numpy as np
 
 from .._core.threads import threads_for
-from .._ext._onehot_fast import (bins_dtype, block_ranges, local_bins, local_rows, n_row_blocks, onehot_matmat,
+from .._ext._onehot_fast import (bins_dtype, block_ranges, local_bins, local_rows, n_row_blocks, onehot_gram_block,
+                                 onehot_matmat,
                                  onehot_tmatmat, pad_rows, padded_width, row_group_budgets, uses_row_path)
-from .csr import _common_index_dtype, csr_gram_block_of
+from .csr import _common_index_dtype, mirror_triangle
 from .operator import Capability, FeatureOperator, MatrixKind
 
 
@@ -247,12 +248,11 @@ class OneHotBlockProducts(FeatureOperator):
     ``Z @ P`` and ``Zᵀ @ U`` by the block-major kernels of ``_ext._onehot_fast``
     (no value array read, each block's slice of the vector cache-resident,
     no CSC copy); ``normal`` fuses centring and weights into ``Z @ P``.
-    The Gram block is read from Z's CSR (``csr_gram_block_of``).  Speed
+    The Gram block is summed from the bins too (``onehot_gram_block``).  Speed
     against SciPy: DESIGN.md, "One-hot block products".  Memory: the
     block-major copy of the bins is N·G uint16 (blocks of at most 65536
-    columns) or int32, at most the size of Z's index array (Z's indices are
-    kept for the Gram block, its values are not read: a fit that made Z
-    frees them first, ``release_values``).
+    columns) or int32, at most the size of Z's index array (Z's values are
+    not read: a fit that made Z frees them first, ``release_values``).
 
     Parameters
     ----------
@@ -270,11 +270,9 @@ class OneHotBlockProducts(FeatureOperator):
         super().__init__(Z.shape, Z.dtype, threads_for("csr_entries", Z.nnz, n_threads))
         self.Z = Z
         self._entries = Z.nnz if entries is None else int(entries)
-        # Every stored value is ``value`` (``onehot_layout``): the Gram block
-        # reads a zero-stride view of it, never Z.data (which the fit may
-        # have released: ``release_values``).
-        indptr, indices = _common_index_dtype(Z)
-        self._csr = (indptr, indices, np.broadcast_to(np.array(structure[2], dtype=Z.dtype), indices.shape))
+        # Every stored value is ``value`` (``onehot_layout``): no product nor
+        # the Gram block reads Z.data (which the fit may have released:
+        # ``release_values``).
         self.bins, self.start, self.value = structure
         # The same columns row by row, for the kernel's row path (2..8
         # targets): a view of Z's int32 indices, or, with uint16 bins, their
@@ -401,8 +399,22 @@ class OneHotBlockProducts(FeatureOperator):
         return self.value * self.column_sums(w)
 
     def gram_block(self, columns, w):
-        """Return the dense Gram block of ``columns`` (see ``csr_gram_block_of``)."""
-        return csr_gram_block_of(self._csr, self.shape[1], columns, w, self.n_threads)
+        """Return the dense Gram block Σ_i w_i z_i[columns] z_i[columns]ᵀ (h × h float64, symmetric).
+
+        Summed block pair by block pair from the block-major bins
+        (``onehot_gram_block``): the same bits as the CSR kernel
+        (``csr_gram_block_of``), which the tests keep as its reference, at a
+        fraction of its cache misses once the h × h block outgrows the cache.
+        """
+        h, D = len(columns), self.shape[1]
+        position = np.full(D, h, dtype=np.int32)
+        position[columns] = np.arange(h, dtype=np.int32)
+        # The one value as Z's dtype holds it, then widened (as the CSR kernel reads it).
+        value = float(np.array(self.value, dtype=self.dtype))
+        w = self._EMPTY if w is None else np.ascontiguousarray(w, dtype=np.float64)
+        out = onehot_gram_block(self.bins, np.ascontiguousarray(self.start, dtype=np.int64), position, h, value, w,
+                                self.n_threads)
+        return mirror_triangle(out, lower=False)
 
     def close(self):
         """Release the block-major bins and the work buffers."""
