@@ -11,7 +11,6 @@ cluster test checks what only a cluster shows.
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from sklearn.datasets import make_classification
 from sklearn.metrics import log_loss
 from sklearn.model_selection import KFold
 from sklearn.utils._param_validation import InvalidParameterError
@@ -22,24 +21,7 @@ da = pytest.importorskip("dask.array")
 dask = pytest.importorskip("dask")
 pytest.importorskip("distributed")
 
-CHUNKS = (250, 1, 300, 149)  # uneven row blocks, one of a single row
-
-
-def _data(n_classes=2, n=700, seed=0):
-    X, y = make_classification(n, 5, n_informative=4, n_redundant=0, n_classes=n_classes, n_clusters_per_class=1,
-                               random_state=seed)
-    return X, y, np.random.default_rng(seed + 1).uniform(0.2, 2.0, n)
-
-
-def _dask(X, *vs, chunks=CHUNKS):
-    Xd = da.from_array(X, chunks=(chunks, (X.shape[1],)))
-    return (Xd,) + tuple(None if v is None else da.from_array(v, chunks=(chunks,)) for v in vs)
-
-
-def _close(a, b, rtol=1e-8):
-    a, b = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
-    assert a.shape == b.shape
-    assert np.abs(a - b).max() <= rtol * max(np.abs(b).max(), 1.0)
+from _dask_logistic_data import CHUNKS, as_dask as _dask, assert_close as _close, classification_data as _data  # noqa: E402
 
 
 def rff():
