@@ -439,6 +439,10 @@ def test_onehot_gram_block_refuses_mismatched_shapes():
         onehot_gram_block(bins, start, position[:-1], 1, value, np.ones(3), 1)
     with pytest.raises(ValueError, match="position"):
         onehot_gram_block(bins, start, position[:-1] + 2, 1, value, EMPTY, 1)
+    unordered = np.full(Z.shape[1], 2, dtype=np.int32)
+    unordered[[0, 5]] = [1, 0]
+    with pytest.raises(ValueError, match="column order"):
+        onehot_gram_block(bins, start, unordered, 2, value, EMPTY, 1)
 
 
 # ------------------------------------------------------------ preconditioner

@@ -991,10 +991,12 @@ def onehot_gram_block(const bin_index[:, ::1] bins, const int64_t[::1] start, co
         raise ValueError("position must hold values in [0, h]")
     # Chosen columns per block and each block's first position (positions
     # increase with the column, so a block's chosen columns are consecutive).
-    counts = np.add.reduceat((pos < h).astype(np.int64), np.asarray(start[:G]))
+    chosen = pos < h
+    counts = np.add.reduceat(chosen.astype(np.int64), np.asarray(start[:G]))
     first = np.cumsum(counts) - counts
-    if int(counts.sum()) != h:
-        raise ValueError("position must number the chosen columns 0..h−1")
+    # 0..h−1 in column order: each tile index (position − its block's first) then lies in its tile.
+    if not np.array_equal(pos[chosen], np.arange(h, dtype=pos.dtype)):
+        raise ValueError("position must number the chosen columns 0..h−1 in column order")
     # Counts of rows (uint32) for unit weights, while no count can overflow.
     counted = w.shape[0] == 0 and N < 2**32
     entry_bytes = 4 if counted else 8
