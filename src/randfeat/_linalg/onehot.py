@@ -7,9 +7,9 @@ import numpy as np
 
 from .._core.threads import threads_for
 from .._ext._onehot_fast import (bins_dtype, block_ranges, local_bins, local_rows, n_row_blocks, onehot_gram_block,
-                                 onehot_matmat,
-                                 onehot_tmatmat, pad_rows, padded_width, row_group_budgets, uses_row_path)
-from .csr import _common_index_dtype, mirror_triangle
+                                 onehot_matmat, onehot_tmatmat, pad_rows, padded_width, row_group_budgets,
+                                 uses_row_path)
+from .csr import mirror_triangle
 from .operator import Capability, FeatureOperator, MatrixKind
 
 
@@ -410,9 +410,10 @@ class OneHotBlockProducts(FeatureOperator):
         """Return the dense Gram block Σ_i w_i z_i[columns] z_i[columns]ᵀ (h × h float64, symmetric).
 
         Summed block pair by block pair from the block-major bins
-        (``onehot_gram_block``): the same bits as the CSR kernel
-        (``csr_gram_block_of``), which the tests keep as its reference, at a
-        fraction of its cache misses once the h × h block outgrows the cache.
+        (``onehot_gram_block``), at a fraction of the CSR kernel's
+        (``csr_gram_block_of``) cache misses once the h × h block outgrows
+        the cache.  Weighted rows: the CSR kernel's bits; unit weights:
+        exact row counts times value² (one rounding per entry).
         """
         h, D = len(columns), self.shape[1]
         position = np.full(D, h, dtype=np.int32)
