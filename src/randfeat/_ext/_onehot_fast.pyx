@@ -814,7 +814,8 @@ def local_rows(const int32_t[:, ::1] cols, const int64_t[::1] start, uint16_t[:,
 
 
 # Rows per step of ``onehot_gram_block``: each step's tile rows and factors
-# (GRAM_ROWS int64 + double) stay in L1 while the chunk's blocks add to the tile.
+# (2 × GRAM_ROWS int64 + GRAM_ROWS doubles) stay in L1 while the chunk's
+# blocks add to the tile.
 cdef Py_ssize_t GRAM_ROWS = 2048
 #: Bytes of one chunk's tile in ``onehot_gram_block`` (the first block's
 #: chosen columns × a run of later blocks' chosen columns, doubles): within
@@ -851,7 +852,7 @@ cdef class _GramBlock(ChunkLoop):
     cdef double value
     cdef double *out             # (h, h)
     cdef Py_ssize_t N, h
-    # (n_chunks, 8): g1, first g2, one past the last g2, base2, m2, and per
+    # (n_chunks, GRAM_CHUNK_FIELDS): g1, first g2, one past the last g2, base2, m2, and per
     # first block (up to two) its base and count: base1, n1, base1b, n1b (n1b = −1: one first block)
     cdef const int32_t *chunk
 
@@ -949,7 +950,8 @@ def onehot_gram_block(const bin_index[:, ::1] bins, const int64_t[::1] start, co
     sums go block pair by block pair over all rows, into a private tile of
     at most ``GRAM_TILE_BYTES`` per chunk, instead of row by row across the
     whole h × h output (one cache miss per update once h × h outgrows the
-    cache: 5.0 s against 2.3 s for h = 4096 on 2·10⁶ rows × 50 grids).
+    cache; measured in DESIGN.md, "The heavy block's Gram on one-hot
+    matrices").
     Each entry is summed in row order by one thread, so the result does not
     depend on the thread count.  Weighted rows: the CSR kernel's factors
     (value · w_i) · value in its order, the same bits as ``csr_gram_block``.
@@ -1016,7 +1018,7 @@ def onehot_gram_block(const bin_index[:, ::1] bins, const int64_t[::1] start, co
             while hi < G and (hi == g2 or rows * (m2 + counts[hi] + 1) * entry_bytes <= GRAM_TILE_BYTES):
                 m2 += counts[hi]
                 hi += 1
-            # A run of the first block's own columns only holds nothing the second block needs (and v.v.).
+            # A run with no chosen columns adds nothing: no chunk.
             if m2:
                 chunks.append((g1, g2, hi, first[g2], m2, first[g1], counts[g1],
                                first[g1 + 1] if pair else 0, counts[g1 + 1] if pair else -1))

@@ -215,10 +215,8 @@ class FasterSetting:
     against its setting, a call whose reads miss the cache does.  The very
     first call is a warm-up whose time is not recorded (its setting is
     tried again): it pays the one-time costs of the call site, the page
-    faults of fresh output buffers above all (0.3–2.5 GB/s on this VM: 30 ms
-    for seven targets' 29 MB on 522000 rows), and charging them to the first
-    setting made the seven-class fit run 10–15 of its 42 products with the
-    slower budget instead of the 6 that exploring costs.
+    faults of fresh output buffers above all, which would otherwise be
+    charged to the first setting (DESIGN.md, "One-hot block products").
 
     Parameters
     ----------
