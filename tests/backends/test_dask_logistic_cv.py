@@ -36,14 +36,14 @@ FEATURES = {"none": lambda: None, "fourier": rff, "binning": rbf}
 TIGHT = dict(tol=1e-12, max_iter=1000)
 
 
-def _same_selection(est, ref, X, Xd, rtol=1e-8):
-    """Every fitted attribute of the Dask fit equals the in-memory one's (scores to rounding, models to rtol)."""
+def _same_selection(est, ref, X, Xd, rtol=1e-8, score_rtol=1e-9):
+    """Every fitted attribute of the Dask fit equals the in-memory one's (scores to score_rtol, models to rtol)."""
     np.testing.assert_array_equal(est.classes_, ref.classes_)
     np.testing.assert_array_equal(est.Cs_, ref.Cs_)
     np.testing.assert_allclose(est.C_, ref.C_, rtol=1e-12)
     assert est.scores_.keys() == ref.scores_.keys() and est.coefs_paths_.keys() == ref.coefs_paths_.keys()
     for c in ref.scores_:
-        np.testing.assert_allclose(est.scores_[c], ref.scores_[c], rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(est.scores_[c], ref.scores_[c], rtol=score_rtol, atol=1e-12)
         _close(est.coefs_paths_[c], ref.coefs_paths_[c], rtol)
     assert est.n_iter_.shape == ref.n_iter_.shape and est.n_iter_.dtype == ref.n_iter_.dtype
     _close(est.coef_, ref.coef_, rtol)
@@ -94,12 +94,15 @@ def test_refit_false_lbfgs_and_scorers_equal_in_memory(sync, n_classes):
 
     # L-BFGS stops on scikit-learn's ftol (a relative decrease of 64 eps) before tol=1e-12 when the problem
     # is ill conditioned: for 3 classes at C = 10 each side stops ~1e-6 from the optimum, so the two agree to
-    # that only (measured 6e-7).  At C <= 0.5 both reach it: compared to 1e-8 there.
+    # that only (measured 6e-7).  At C <= 0.5 both reach it: compared to 1e-8 there, models and scores alike
+    # (where it stops still moves with the gradient's rounding: the scores differed by 2e-9 relative once the
+    # in-memory gradient was summed by chunks of 256 rows, not by the Dask blocks' BLAS products).
     lbfgs = dict(solver="lbfgs", scoring="neg_log_loss", Cs=[0.05, 0.5, 0.2], max_iter=5000)
     for kw in (dict(refit=False), lbfgs, dict(scoring=neg_loss), dict(scoring="balanced_accuracy", refit=False)):
+        score_rtol = 1e-8 if kw is lbfgs else 1e-9
         kw = {**dict(Cs=3, features=rff(), **TIGHT), **kw}
         ref = LogisticRegressionCV(**kw).fit(X, y, sample_weight=w)
-        _same_selection(LogisticRegressionCV(**kw).fit(Xd, yd, sample_weight=wd), ref, X, Xd)
+        _same_selection(LogisticRegressionCV(**kw).fit(Xd, yd, sample_weight=wd), ref, X, Xd, score_rtol=score_rtol)
 
 
 @pytest.mark.parametrize("cv", ["kfold", "pairs", 3])

@@ -253,17 +253,16 @@ def test_every_row_pays_by_cost():
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("D", [30, 700])
-def test_weighted_hessian_chunks_in_parallel_same_bits(D, dtype, monkeypatch):
+def test_weighted_hessian_chunks_in_parallel_same_bits(D, dtype):
     """A narrow Hessian's row chunks run in parallel: the same bits for any thread count, equal to NumPy's."""
-    import randfeat._solvers.logistic as logistic_mod
+    from randfeat._solvers.gram import weighted_gram_add
 
-    monkeypatch.setattr(logistic_mod, "WORK_BYTES", 8 * D * 97)  # 97-row chunks
     rng = np.random.default_rng(3)
     Z, v = rng.standard_normal((1000, D)), rng.random(1000)
     out = []
-    for n_threads in (1, 2, 3):
+    for n_threads in (1, 2, 3, 4):  # D = 700 at 4 threads: its 3 tiles by chunks in parallel
         H = np.zeros((D, D))
-        logistic_mod._weighted_gram_add(Z, v, H, n_threads, dtype)
+        weighted_gram_add(Z, v, H, n_threads, dtype, chunk_bytes=8 * D * 97)  # 97-row chunks
         out.append(H)
     for H in out[1:]:
         np.testing.assert_array_equal(H, out[0])

@@ -47,14 +47,16 @@ All the arithmetic is float64 (the features of float32 data are widened
 chunk by chunk); the loss uses log(1 + eˣ) and log-sum-exp in their stable
 forms.  Results do not depend on the thread count: chunks have sizes that
 do not depend on it, ``Z @ θ`` is ``row_products`` (row-independent), every
-sum over rows is single-threaded BLAS or fixed tiles.
+sum over rows is single-threaded BLAS or fixed tiles.  The binary loss on
+dense rows takes its scores, loss and gradient in one pass over the rows
+(``_ext._logistic_fast``: a row is read once, not once for Zθ and again
+for Zᵀr), summed by chunks of a fixed number of rows.
 """
 
 import copy
 import dataclasses
 import time
 import warnings
-from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, NamedTuple
 
 import numpy as np
@@ -66,8 +68,10 @@ from sklearn.exceptions import ConvergenceWarning
 
 from .._core.memory_budget import check_memory
 from .._core.threads import effective_n_threads, single_threaded_blas
+from .._ext._logistic_fast import binary_logistic_pass
+from .._ext._logistic_fast import n_chunks as logistic_chunks
 from .._linalg.products import row_products
-from .gram import _tiled_gram_add, gram_tile
+from .gram import gram_add, scaled_rows, weighted_gram_add
 from .logistic_cg import SampledCurvature, newton_cg
 from .logistic_rows import WORK_BYTES, DesignRows
 from .pipeline import FeatureSource
@@ -76,9 +80,6 @@ LOGISTIC_SOLVERS = ("auto", "lbfgs", "newton-cholesky", "newton-cg")
 
 #: Largest Hessian (float64 bytes) for which ``solver="auto"`` picks Newton: (K·P)² <= 2^25, K·P <= 5792.
 NEWTON_MEMORY_BYTES = 256 * 2**20
-
-#: Bytes of the chunk Grams a narrow Hessian (one Gram tile) holds at once when its row chunks run in parallel.
-PARTIAL_GRAMS_BYTES = 16 * 2**20
 
 #: What a pass costs per feature value read, in the float32 Hessian's multiply-adds (measured on an AVX-512
 #: EPYC: 45 ms for a pass over 40,000 x 1000 float64 rows, 0.15 s for the Hessian of 10,000 of them).
@@ -166,49 +167,6 @@ def _transposed_times(Zt, R):
     return np.asarray(Zt.T @ R)
 
 
-def _gram_add(Zs, H, n_threads):
-    """Add the lower triangle of Zsᵀ Zs into H (a float64 view)."""
-    if sp.issparse(Zs):
-        H += np.tril((Zs.T @ Zs).toarray())
-    else:
-        _tiled_gram_add(np.ascontiguousarray(Zs), H, n_threads)
-
-
-def _scaled(Zt, v, dtype=np.float64):
-    """diag(v) Z̃ (a new matrix; dense: of ``dtype``)."""
-    if sp.issparse(Zt):
-        return sp.diags(v) @ Zt
-    return np.multiply(Zt, v[:, None], out=np.empty(Zt.shape, dtype=dtype), casting="same_kind")
-
-
-def _weighted_gram_add(Zt, v, H, n_threads, dtype=np.float64):
-    """Add the lower triangle of Z̃ᵀ diag(v²) Z̃ into H, the weighted rows (of ``dtype``) made ``WORK_BYTES`` at a time."""
-    if sp.issparse(Zt):
-        _gram_add(_scaled(Zt, v), H, n_threads)
-        return
-    D = Zt.shape[1]
-    step = max(64, WORK_BYTES // (8 * D))
-    starts = list(range(0, Zt.shape[0], step))
-    edges = -(-D // gram_tile(D))
-    at_once = min(n_threads, len(starts), max(1, PARTIAL_GRAMS_BYTES // (8 * D * D)))
-    if edges * (edges + 1) // 2 >= n_threads or at_once < 2:
-        for s in starts:
-            _gram_add(_scaled(Zt[s:s + step], v[s:s + step], dtype), H, n_threads)
-        return
-
-    # Fewer Gram tiles than threads (D <= 512: one tile): the chunks' Grams are made at once instead, each
-    # by one thread into its own zeroed buffer, and added to H in chunk order -- the loop's bits exactly.
-    def chunk_gram(s):
-        part = np.zeros(H.shape)
-        _gram_add(_scaled(Zt[s:s + step], v[s:s + step], dtype), part, 1)
-        return part
-
-    with ThreadPoolExecutor(at_once) as pool:
-        for i in range(0, len(starts), at_once):
-            for part in pool.map(chunk_gram, starts[i:i + at_once]):
-                H += part
-
-
 class LogisticLoss:
     """The scaled objective (mean loss + ‖coef‖²/(2·C·S)) of θ, its gradient and its Hessian, one pass each.
 
@@ -242,6 +200,7 @@ class LogisticLoss:
         self.cg_stride = max(1, rows.n_rows // max(CG_HESSIAN_ROWS, HESSIAN_ROWS_PER_PARAMETER * self.P))
         self._samples = {}  # stride -> (row numbers, their features): the samples the Hessians are summed over
         self._last = None  # (θ's bytes, f) of the last evaluation: ``objective`` reads it without a pass
+        self._y64 = None  # the 0/1 labels as float64, for the binary pass (made at its first use)
         self.passes = 0
 
     def with_l2(self, l2):
@@ -277,6 +236,16 @@ class LogisticLoss:
         with single_threaded_blas():
             for s, e, Zt in self.rows.blocks():
                 y, w = self.labels[s:e], self.weights[s:e]
+                if K == 1 and not sp.issparse(Zt) and Zt.flags.c_contiguous:
+                    # Dense rows: loss, gradient and scores in one pass over Zt.
+                    F, f_block = self._binary_pass(Zt, W[:, 0], Theta[0, D] if bare else 0.0, s, e, G)
+                    f += f_block
+                    if hessian:
+                        h = self._sampled(s)
+                        p = expit(F[h])
+                        v = np.sqrt(self.stride * w[h] * p * (1.0 - p))
+                        self._binary_hessian_add(Zt[h], v, H)
+                    continue
                 F = _times(Zt, W, self.n_threads)
                 if bare:
                     F += Theta[:, D]
@@ -287,13 +256,7 @@ class LogisticLoss:
                     R = (w * (p - y))[:, None]
                     if hessian:
                         h = self._sampled(s)
-                        v = np.sqrt(self.stride * w[h] * p[h] * (1.0 - p[h]))
-                        if bare:  # [Z 1]ᵀ diag(v²) [Z 1]: Z's Gram, then the intercept's row
-                            _weighted_gram_add(Zt[h], v, H[:D, :D], self.n_threads, self.hessian_dtype)
-                            H[D, :D] += Zt[h].T @ (v * v)
-                            H[D, D] += float(np.sum(v * v))
-                        else:
-                            _weighted_gram_add(Zt[h], v, H, self.n_threads, self.hessian_dtype)
+                        self._binary_hessian_add(Zt[h], np.sqrt(self.stride * w[h] * p[h] * (1.0 - p[h])), H)
                 else:
                     top = F.max(axis=1, keepdims=True)
                     E = np.exp(F - top)
@@ -324,18 +287,44 @@ class LogisticLoss:
             H[np.diag_indices_from(H)] += self.l2 * mask.ravel()
         return f, G.ravel(), H
 
+    def _binary_pass(self, Zt, coef, intercept, s, e, G):
+        """Scores of the dense rows s:e and their loss (returned), their gradient added into G: one pass."""
+        if self._y64 is None:
+            self._y64 = np.asarray(self.labels, dtype=np.float64)
+        n, chunks = e - s, logistic_chunks(e - s)
+        F = np.empty(n)
+        part_loss, part_resid = np.empty(chunks), np.empty(chunks)
+        part_grad = np.empty((chunks, self.D))
+        binary_logistic_pass(Zt, np.ascontiguousarray(coef, dtype=np.float64), float(intercept), self._y64[s:e],
+                             np.ascontiguousarray(self.weights[s:e]), F, part_loss, part_grad, part_resid,
+                             self.n_threads)
+        G[0, :self.D] += part_grad.sum(axis=0)
+        if self.rows.bare:
+            G[0, self.D] += float(part_resid.sum())
+        return F, float(part_loss.sum())
+
+    def _binary_hessian_add(self, Zh, v, H):
+        """Add the lower triangle of [Zh 1]ᵀ diag(v²) [Zh 1] (bare rows) or Zhᵀ diag(v²) Zh into H."""
+        D = self.D
+        if self.rows.bare:  # Z's Gram, then the intercept's row
+            weighted_gram_add(Zh, v, H[:D, :D], self.n_threads, self.hessian_dtype, chunk_bytes=WORK_BYTES)
+            H[D, :D] += Zh.T @ (v * v)
+            H[D, D] += float(np.sum(v * v))
+        else:
+            weighted_gram_add(Zh, v, H, self.n_threads, self.hessian_dtype, chunk_bytes=WORK_BYTES)
+
     def _multinomial_hessian(self, Zt, w, Pr, H, Q):
         """Add blockdiag(Z̃ᵀ diag(w p_k) Z̃) into H and the Gram of rows √w_i (p_i ⊗ z̃_i) into Q (lower triangles)."""
         K, P = self.K, self.P
         for k in range(K):
             block = H[k * P:(k + 1) * P, k * P:(k + 1) * P]
-            _weighted_gram_add(Zt, np.sqrt(w * Pr[:, k]), block, self.n_threads)
+            weighted_gram_add(Zt, np.sqrt(w * Pr[:, k]), block, self.n_threads, chunk_bytes=WORK_BYTES)
         step = max(1, WORK_BYTES // (8 * K * P))  # rows of the (n, K·P) matrix held at once
         root = np.sqrt(w)
         for s in range(0, Zt.shape[0], step):
             Zs = Zt[s:s + step]
-            parts = [_scaled(Zs, root[s:s + step] * Pr[s:s + step, k]) for k in range(K)]
-            _gram_add(sp.hstack(parts, format="csr") if sp.issparse(Zs) else np.hstack(parts), Q, self.n_threads)
+            parts = [scaled_rows(Zs, root[s:s + step] * Pr[s:s + step, k]) for k in range(K)]
+            gram_add(sp.hstack(parts, format="csr") if sp.issparse(Zs) else np.hstack(parts), Q, self.n_threads)
 
     def objective(self, theta):
         """The scaled objective at θ: the last evaluation's when it was at this θ (bit for bit), else a pass."""
@@ -375,7 +364,7 @@ class LogisticLoss:
             if K == 1:
                 p = expit(F[:, 0])
                 v = np.sqrt(w * p * (1.0 - p))
-                _weighted_gram_add(Zs, v, H[:D, :D], self.n_threads, self.hessian_dtype)
+                weighted_gram_add(Zs, v, H[:D, :D], self.n_threads, self.hessian_dtype, chunk_bytes=WORK_BYTES)
                 if bare:
                     H[D, :D] += np.asarray(Zs.T @ (v * v).astype(Zs.dtype), dtype=np.float64).ravel()
                     H[D, D] += float(np.sum(v * v))
