@@ -77,7 +77,7 @@ def test_no_rows_and_no_features():
     C = n_chunks(0)
     binary_logistic_pass(np.empty((0, 3)), np.zeros(3), 0.0, np.empty(0), np.empty(0), np.empty(0),
                          np.empty(C), np.empty((C, 3)), np.empty(C), 2)
-    Z, _, y, w = _data(300, 1)
+    _, _, y, w = _data(300, 1)
     C = n_chunks(300)
     F, part_loss, part_resid = np.empty(300), np.empty(C), np.empty(C)
     binary_logistic_pass(np.empty((300, 0)), np.empty(0), 0.5, y, w, F, part_loss, np.empty((C, 0)), part_resid, 2)
