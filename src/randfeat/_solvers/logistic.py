@@ -167,6 +167,16 @@ def _transposed_times(Zt, R):
     return np.asarray(Zt.T @ R)
 
 
+def _mirror_lower(H):
+    """Copy H's strict lower triangle onto its upper one, in place (the Hessians fill the lower triangle only).
+
+    The upper triangle is zero, so adding the transposed strict lower
+    triangle gives every entry exactly its mirror's value, with one D × D
+    temporary instead of three.
+    """
+    H += np.tril(H, -1).T
+
+
 class LogisticLoss:
     """The scaled objective (mean loss + ‖coef‖²/(2·C·S)) of θ, its gradient and its Hessian, one pass each.
 
@@ -283,7 +293,7 @@ class LogisticLoss:
         if hessian:
             if Q is not None:
                 H -= Q
-            H = np.tril(H) + np.tril(H, -1).T
+            _mirror_lower(H)
             H[np.diag_indices_from(H)] += self.l2 * mask.ravel()
         return f, G.ravel(), H
 
@@ -373,7 +383,7 @@ class LogisticLoss:
                 Pr = softmax(F, axis=1)
                 self._multinomial_hessian(self.rows.augmented(Zs), w, Pr, H, Q)
                 H -= Q
-        H = np.tril(H) + np.tril(H, -1).T
+        _mirror_lower(H)
         H[np.diag_indices_from(H)] += self.l2 * self.penalty_mask().ravel()
         return H
 
