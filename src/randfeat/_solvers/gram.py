@@ -1,4 +1,8 @@
-"""The Gram matrix ZᵀZ of a block of rows, by fixed column tiles: the same bits for any thread count."""
+"""The Gram matrix ZᵀZ of a block of rows, by fixed column tiles: the same bits for any thread count.
+
+Also the weighted Gram Z̃ᵀ diag(v²) Z̃ of the logistic Hessians, by fixed row
+chunks of those tiles (``weighted_gram_add``).
+"""
 
 import collections
 import threading
@@ -77,8 +81,7 @@ def _tiled_gram_add(Zs, S, n_threads):
 PARTIAL_GRAMS_BYTES = 16 * 2**20
 
 #: Row chunks a weighted Gram is cut into at least (``weighted_gram_add``): a multiple of 2 and 4 threads,
-#: so that a sampled Hessian's few chunks share out evenly (Adult's 10854 rows, D = 500, 2 threads:
-#: 25 ms instead of 30 with 3 chunks; 8 chunks cost more than they balance).
+#: so that a sampled Hessian's few chunks share out evenly (DESIGN.md, "The binary logistic pass").
 GRAM_CHUNKS = 4
 
 
