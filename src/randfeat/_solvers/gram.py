@@ -32,6 +32,14 @@ def gram_tile(D):
     return int(min(GRAM_TILE_MAX, max(GRAM_TILE_MIN, -(-eighth // 128) * 128)))
 
 
+def gram_tiles(D):
+    """The Gram's tiles on or below the diagonal for D features: (rows, cols) slice pairs, ``gram_tile(D)`` wide."""
+    width = gram_tile(D)
+    edges = list(range(0, D, width)) + [D]
+    return [(slice(edges[i], edges[i + 1]), slice(edges[j], edges[j + 1]))
+            for i in range(len(edges) - 1) for j in range(i + 1)]
+
+
 def tile_product(Zs, rows, cols, buf):
     """The Gram tile Zs[:, rows]ᵀ Zs[:, cols] in Zs's dtype, lower triangle only on the diagonal (rows == cols).
 
@@ -53,13 +61,11 @@ def _tiled_gram_add(Zs, S, n_threads):
     """
     D = Zs.shape[1]
     width = gram_tile(D)
-    edges = list(range(0, D, width)) + [D]
-    tiles = [(i, j) for i in range(len(edges) - 1) for j in range(i + 1)]
+    tiles = gram_tiles(D)
     local = threading.local()
 
     def product(tile):
-        i, j = tile
-        rows, cols = slice(edges[i], edges[i + 1]), slice(edges[j], edges[j + 1])
+        rows, cols = tile
         buf = vars(local).get("buf")  # this thread's buffer, once it has one
         if buf is None:
             buf = local.buf = np.empty((width, width), dtype=Zs.dtype, order="F")
@@ -100,7 +106,7 @@ def scaled_rows(Zt, v, dtype=np.float64):
     return np.multiply(Zt, v[:, None], out=np.empty(Zt.shape, dtype=dtype), casting="same_kind")
 
 
-def weighted_gram_add(Zt, v, H, n_threads, dtype=np.float64, chunk_bytes=16 * 2**20):
+def weighted_gram_add(Zt, v, H, n_threads, dtype, chunk_bytes):
     """Add the lower triangle of Z̃ᵀ diag(v²) Z̃ into H, the weighted rows (of ``dtype``) made ``chunk_bytes`` at a time."""
     if sp.issparse(Zt):
         gram_add(scaled_rows(Zt, v), H, n_threads)
@@ -110,9 +116,9 @@ def weighted_gram_add(Zt, v, H, n_threads, dtype=np.float64, chunk_bytes=16 * 2*
     # idle a third of the time.  A function of the shape only (the bits must not depend on the threads).
     step = max(64, min(chunk_bytes // (8 * D), -(-n // GRAM_CHUNKS)))
     starts = list(range(0, n, step))
-    edges = -(-D // gram_tile(D))
+    tiles = gram_tiles(D)
     at_once = min(n_threads, len(starts), max(1, PARTIAL_GRAMS_BYTES // (8 * D * D)))
-    if edges * (edges + 1) // 2 >= n_threads or at_once < 2:
+    if len(tiles) >= n_threads or at_once < 2:
         for s in starts:
             gram_add(scaled_rows(Zt[s:s + step], v[s:s + step], dtype), H, n_threads)
         return
@@ -120,9 +126,6 @@ def weighted_gram_add(Zt, v, H, n_threads, dtype=np.float64, chunk_bytes=16 * 2*
     # Fewer Gram tiles than threads (D <= 512: one tile): the chunks' Grams are made at once instead, each
     # by one thread, and their tiles added to H in chunk order by this one -- the loop's bits exactly.
     width = gram_tile(D)
-    tile_edges = list(range(0, D, width)) + [D]
-    tiles = [(slice(tile_edges[i], tile_edges[i + 1]), slice(tile_edges[j], tile_edges[j + 1]))
-             for i in range(edges) for j in range(i + 1)]
 
     def chunk_gram(s):
         Zs = scaled_rows(Zt[s:s + step], v[s:s + step], dtype)

@@ -252,9 +252,7 @@ class LogisticLoss:
                     f += f_block
                     if hessian:
                         h = self._sampled(s)
-                        p = expit(F[h])
-                        v = np.sqrt(self.stride * w[h] * p * (1.0 - p))
-                        self._binary_hessian_add(Zt[h], v, H)
+                        self._binary_hessian_add(Zt[h], self.stride * w[h], expit(F[h]), H)
                     continue
                 F = _times(Zt, W, self.n_threads)
                 if bare:
@@ -266,7 +264,7 @@ class LogisticLoss:
                     R = (w * (p - y))[:, None]
                     if hessian:
                         h = self._sampled(s)
-                        self._binary_hessian_add(Zt[h], np.sqrt(self.stride * w[h] * p[h] * (1.0 - p[h])), H)
+                        self._binary_hessian_add(Zt[h], self.stride * w[h], p[h], H)
                 else:
                     top = F.max(axis=1, keepdims=True)
                     E = np.exp(F - top)
@@ -313,22 +311,26 @@ class LogisticLoss:
             G[0, self.D] += float(part_resid.sum())
         return F, float(part_loss.sum())
 
-    def _binary_hessian_add(self, Zh, v, H):
-        """Add the lower triangle of [Zh 1]ᵀ diag(v²) [Zh 1] (bare rows) or Zhᵀ diag(v²) Zh into H."""
+    def _binary_hessian_add(self, Zh, sw, p, H):
+        """Add the lower triangle of the binary Hessian of rows Zh (weights ``sw``, probabilities ``p``) into H.
+
+        That is [Zh 1]ᵀ diag(v²) [Zh 1] for bare rows, Zhᵀ diag(v²) Zh
+        otherwise, with v² = sw·p·(1 − p); the intercept's row is summed in
+        Zh's dtype (a float32 sample's), widened.
+        """
         D = self.D
-        if self.rows.bare:  # Z's Gram, then the intercept's row
-            weighted_gram_add(Zh, v, H[:D, :D], self.n_threads, self.hessian_dtype, chunk_bytes=WORK_BYTES)
-            H[D, :D] += Zh.T @ (v * v)
+        v = np.sqrt(sw * p * (1.0 - p))
+        weighted_gram_add(Zh, v, H[:D, :D], self.n_threads, self.hessian_dtype, chunk_bytes=WORK_BYTES)
+        if self.rows.bare:
+            H[D, :D] += np.asarray(Zh.T @ (v * v).astype(Zh.dtype), dtype=np.float64).ravel()
             H[D, D] += float(np.sum(v * v))
-        else:
-            weighted_gram_add(Zh, v, H, self.n_threads, self.hessian_dtype, chunk_bytes=WORK_BYTES)
 
     def _multinomial_hessian(self, Zt, w, Pr, H, Q):
         """Add blockdiag(Z̃ᵀ diag(w p_k) Z̃) into H and the Gram of rows √w_i (p_i ⊗ z̃_i) into Q (lower triangles)."""
         K, P = self.K, self.P
         for k in range(K):
             block = H[k * P:(k + 1) * P, k * P:(k + 1) * P]
-            weighted_gram_add(Zt, np.sqrt(w * Pr[:, k]), block, self.n_threads, chunk_bytes=WORK_BYTES)
+            weighted_gram_add(Zt, np.sqrt(w * Pr[:, k]), block, self.n_threads, np.float64, chunk_bytes=WORK_BYTES)
         step = max(1, WORK_BYTES // (8 * K * P))  # rows of the (n, K·P) matrix held at once
         root = np.sqrt(w)
         for s in range(0, Zt.shape[0], step):
@@ -372,12 +374,7 @@ class LogisticLoss:
             if bare:
                 F += Theta[:, D]
             if K == 1:
-                p = expit(F[:, 0])
-                v = np.sqrt(w * p * (1.0 - p))
-                weighted_gram_add(Zs, v, H[:D, :D], self.n_threads, self.hessian_dtype, chunk_bytes=WORK_BYTES)
-                if bare:
-                    H[D, :D] += np.asarray(Zs.T @ (v * v).astype(Zs.dtype), dtype=np.float64).ravel()
-                    H[D, D] += float(np.sum(v * v))
+                self._binary_hessian_add(Zs, w, expit(F[:, 0]), H)
             else:
                 Q = np.zeros((K * P, K * P))
                 Pr = softmax(F, axis=1)
