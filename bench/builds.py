@@ -78,6 +78,20 @@ call = lambda: randfeat.Ridge(alpha=1.0, features=randfeat.RandomBinningFeatures
 from randfeat.datasets import make_letter_like
 X, labels = make_letter_like(16000)
 call = lambda: randfeat.RidgeClassifier(alpha=1e-4, features=randfeat.RandomFourierFeatures(2000, gamma=0.05, random_state=0)).fit(X, labels)
+""",    # Logistic regression (issue 35; a baseline without it, such as 0.1.0, needs --only to leave these out).
+    "LogisticRegression binary, Adult (32561 × 123 → 500)": """
+X, y = randfeat.datasets.load_adult(return_X_y=True)
+call = lambda: randfeat.LogisticRegression(C=10, features=randfeat.RandomFourierFeatures(500, gamma=1 / 64, random_state=0)).fit(X, y)
+""",
+    "LogisticRegression 10 classes (20000 × 20 → 500)": """
+from sklearn.datasets import make_classification
+X, y = make_classification(20000, 20, n_informative=10, n_classes=10, random_state=0)
+call = lambda: randfeat.LogisticRegression(features=randfeat.RandomFourierFeatures(500, gamma=0.025, random_state=0)).fit(X, y)
+""",
+    "LogisticRegressionCV binary, 10 Cs (10000 × 20 → 500)": """
+from sklearn.datasets import make_classification
+X, y = make_classification(10000, 20, n_informative=10, random_state=0)
+call = lambda: randfeat.LogisticRegressionCV(Cs=10, features=randfeat.RandomFourierFeatures(500, gamma=0.025, random_state=0)).fit(X, y)
 """,
 }
 
